@@ -1,0 +1,40 @@
+//! The wire records of clover and the plumbing every stage shares.
+//!
+//! Stages are separate programs joined by pipes, so the records are the only contract between
+//! them. This crate owns all of them: a serde derive here is a promise to other programs, and a
+//! change to a record's meaning bumps [`SCHEMA_VERSION`]. Every record has a `kind`, an `id`
+//! and a `schema_version`; wire types use neither `untagged` nor `flatten`, so a record reads
+//! back exactly as it was written.
+//!
+//! Besides the records it holds:
+//! - [`RecordReader`]: JSON Lines in, with a line-length cap, and errors that name the input,
+//!   the line and the record id (malformed JSON, invalid UTF-8, wrong kind, missing field,
+//!   duplicate id, newer schema);
+//! - [`RecordWriter`]: JSON Lines out, flushed per record, to stdout or atomically to a file
+//!   (`FILE.partial` renamed at the end), with `--resume` repair of a half-written last line;
+//! - [`Shard`]: the stable FNV-1a partition behind `--shard K/N`;
+//! - [`StageArgs`], [`StageIo`], [`exit`] and [`finish_main`]: the flags, error policy, exit
+//!   codes and broken-pipe handling every stage binary shares.
+//!
+//! It deliberately knows nothing of how a stage does its work: no parsing of source code, no
+//! processes, no sandbox.
+
+mod jsonl;
+mod lines;
+mod records;
+mod shard;
+mod stage;
+
+pub use jsonl::{
+    partial_path, Location, RecordError, RecordReader, RecordWriter, DEFAULT_MAX_LINE_BYTES,
+};
+pub use lines::LineRanges;
+pub use records::{
+    AssertionForm, AssertionSite, CalibratedProblem, Chunk, ContextTier, CppProblem, Exclusion,
+    ExclusionReason, ExecSpec, FileCoverage, FileTier, GTestCase, Instance, Language, LimitHit,
+    Message, Operand, Outcome, Problem, PythonProblem, Record, RecordKind, RepoRef, Response,
+    RunResult, ScoreRow, Span, Target, TargetKind, Task, TestCase, TestOutcome, UniqueBlock,
+    SCHEMA_VERSION,
+};
+pub use shard::{fnv1a64, Shard};
+pub use stage::{exit, finish_main, OnError, StageArgs, StageIo, Stopped};

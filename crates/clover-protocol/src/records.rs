@@ -1,0 +1,506 @@
+//! The records that flow between stages, one JSON object per line.
+//!
+//! Every record carries `kind`, `id` and `schema_version`. A field added, removed or changed in
+//! meaning bumps [`SCHEMA_VERSION`]; readers reject records from a newer version than they know.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+use crate::lines::LineRanges;
+
+/// The schema version this build writes and the newest it reads.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// What a record is. Serialized as the `kind` field.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RecordKind {
+    Problem,
+    CalibratedProblem,
+    Instance,
+    Response,
+    RunResult,
+    ScoreRow,
+}
+
+impl RecordKind {
+    /// The name written in the `kind` field.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RecordKind::Problem => "problem",
+            RecordKind::CalibratedProblem => "calibrated_problem",
+            RecordKind::Instance => "instance",
+            RecordKind::Response => "response",
+            RecordKind::RunResult => "run_result",
+            RecordKind::ScoreRow => "score_row",
+        }
+    }
+}
+
+impl std::fmt::Display for RecordKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A wire record: something with a kind, an id and a schema version.
+pub trait Record: Serialize + for<'de> Deserialize<'de> {
+    /// The `kind` every record of this type carries.
+    const KIND: RecordKind;
+    /// The stable id, unique within one stream.
+    fn id(&self) -> &str;
+    /// The `kind` field as read from the wire.
+    fn kind(&self) -> RecordKind;
+    /// The `schema_version` field as read from the wire.
+    fn schema_version(&self) -> u32;
+}
+
+macro_rules! record {
+    ($ty:ty, $kind:expr) => {
+        impl Record for $ty {
+            const KIND: RecordKind = $kind;
+            fn id(&self) -> &str {
+                &self.id
+            }
+            fn kind(&self) -> RecordKind {
+                self.kind
+            }
+            fn schema_version(&self) -> u32 {
+                self.schema_version
+            }
+        }
+    };
+}
+
+record!(Problem, RecordKind::Problem);
+record!(CalibratedProblem, RecordKind::CalibratedProblem);
+record!(Instance, RecordKind::Instance);
+record!(Response, RecordKind::Response);
+record!(RunResult, RecordKind::RunResult);
+record!(ScoreRow, RecordKind::ScoreRow);
+
+/// The language of a repository and of its problems.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Language {
+    Python,
+    Cpp,
+}
+
+impl std::fmt::Display for Language {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Language::Python => "python",
+            Language::Cpp => "cpp",
+        })
+    }
+}
+
+/// A region of a file: 1-based inclusive lines and 0-based byte offsets (end exclusive).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+pub struct Span {
+    pub start_line: u32,
+    pub end_line: u32,
+    pub start_byte: u32,
+    pub end_byte: u32,
+}
+
+// ---------------------------------------------------------------------------------------------
+// extract
+
+/// One benchmark problem: a Python test function or a C++ source/test pair.
+///
+/// Exactly one of `python` and `cpp` is set, matching `language`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Problem {
+    pub kind: RecordKind,
+    pub schema_version: u32,
+    /// `repo/path::Class::name` for Python, `repo/path/to/source` for C++.
+    pub id: String,
+    pub repo: String,
+    pub language: Language,
+    pub python: Option<PythonProblem>,
+    pub cpp: Option<CppProblem>,
+}
+
+/// A Python test function, isolated into its own problem file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PythonProblem {
+    /// The original test file, relative to the repository root.
+    pub test_file: String,
+    /// The enclosing `Test*` or `TestCase` class, if the test is a method.
+    pub class: Option<String>,
+    pub name: String,
+    /// Where the test function (with its decorators) stands in the original file.
+    pub span: Span,
+    /// The problem file written next to the original, relative to the repository root.
+    pub problem_file: String,
+    /// The node id that runs the test inside the problem file, e.g.
+    /// `tests/tmp_test_core_3.py::TestX::test_y`.
+    pub node_id: String,
+    /// The whole problem file.
+    pub problem_text: String,
+    /// Everything in the problem file before the test (imports, helpers, class header).
+    pub setup_code: String,
+    /// Decorators and the `def` line up to and including the colon.
+    pub declaration: String,
+    /// The body of the function, as it stands in the file (indented).
+    pub body: String,
+    /// 1-based line in `problem_text` where `declaration` starts.
+    pub problem_declaration_line: u32,
+    pub assertions: Vec<AssertionSite>,
+    /// Names the test uses that resolve to the repository's own modules.
+    pub repo_refs: Vec<RepoRef>,
+}
+
+/// An `assert` statement in a test body.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AssertionSite {
+    /// The span in the original test file.
+    pub span: Span,
+    /// The span relative to the problem file's text.
+    pub problem_span: Span,
+    pub text: String,
+    pub form: AssertionForm,
+    /// The comparison operator of a binary assertion (`==`, `in`, `is not`, …).
+    pub operator: Option<String>,
+    /// One operand for a unary assertion, left then right for a binary one.
+    pub operands: Vec<Operand>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AssertionForm {
+    Unary,
+    Binary,
+}
+
+/// One side of an assertion.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Operand {
+    pub text: String,
+    /// Span in the problem file's text.
+    pub problem_span: Span,
+    /// A constant in Python's AST sense: numbers, strings, bytes, True/False/None, Ellipsis and
+    /// tuples of constants.
+    pub is_constant: bool,
+}
+
+/// A name a test uses that resolves to the repository's own code.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct RepoRef {
+    /// The name as the test writes it (`Ledger`, `parse_amount`).
+    pub name: String,
+    /// The module it comes from (`ledger.core`).
+    pub module: String,
+    /// The source file that defines the module, relative to the repository root, when known.
+    pub file: Option<String>,
+}
+
+/// A C++ source file paired with its GoogleTest file, with CPP-UT-Bench's fields.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CppProblem {
+    pub file_name: String,
+    /// The source, relative to the repository root.
+    pub file_path: String,
+    /// The test file, relative to the repository root.
+    pub test_path: String,
+    pub header_path: Option<String>,
+    /// The source with comments stripped.
+    pub code: String,
+    /// The ground-truth test file with comments stripped.
+    pub unit_test: String,
+    pub tests: Vec<GTestCase>,
+    /// Pieces of `code` of at most the chunk limit, cut along top-level syntax nodes; one chunk
+    /// holding the whole file when it is short.
+    pub chunks: Vec<Chunk>,
+}
+
+/// A `TEST`, `TEST_F`, `TEST_P` or `TYPED_TEST` in a test file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GTestCase {
+    /// The macro (`TEST`, `TEST_F`, …).
+    pub macro_name: String,
+    pub suite: String,
+    pub name: String,
+    pub span: Span,
+}
+
+/// A piece of a C++ source.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Chunk {
+    pub index: u32,
+    /// Lines of the comment-stripped code.
+    pub span: Span,
+    pub code: String,
+}
+
+// ---------------------------------------------------------------------------------------------
+// calibrate
+
+/// A problem with the facts its ground truth showed when it ran.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CalibratedProblem {
+    pub kind: RecordKind,
+    pub schema_version: u32,
+    pub id: String,
+    pub repo: String,
+    pub problem: Problem,
+    /// `None` when the problem is kept for the task builders.
+    pub exclusion: Option<Exclusion>,
+    /// Lines each source file had covered by the test.
+    pub base: Vec<FileCoverage>,
+    /// Lines covered by an empty test deployed at the same place.
+    pub empty: Vec<FileCoverage>,
+    pub tiers: Vec<FileTier>,
+    pub unique_blocks: Vec<UniqueBlock>,
+    pub targets: Vec<Target>,
+    /// Outcomes of each ground-truth run, in order.
+    pub runs: Vec<Outcome>,
+}
+
+/// Why a problem was kept out of the later stages.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Exclusion {
+    pub reason: ExclusionReason,
+    pub detail: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ExclusionReason {
+    Failed,
+    Error,
+    Timeout,
+    CollectionError,
+    CompileError,
+    Flaky,
+    NoTests,
+}
+
+/// Covered lines of one source file.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct FileCoverage {
+    /// Relative to the repository root.
+    pub path: String,
+    pub lines: LineRanges,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ContextTier {
+    /// The file has a line covered by this test and by no peer.
+    Peer,
+    /// Covered beyond the empty test, but not uniquely.
+    Other,
+    /// Coverage equals what an empty test gets (imports, module level).
+    Repo,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileTier {
+    pub path: String,
+    pub tier: ContextTier,
+}
+
+/// A run of lines covered by one test and by none of its peers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UniqueBlock {
+    pub path: String,
+    pub start_line: u32,
+    pub end_line: u32,
+    pub code: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TargetKind {
+    Class,
+    Function,
+}
+
+/// A repository class or function a test references and executes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Target {
+    pub name: String,
+    pub kind: TargetKind,
+    pub path: String,
+    pub start_line: u32,
+    pub end_line: u32,
+}
+
+// ---------------------------------------------------------------------------------------------
+// pack-context and generate
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Task {
+    /// Task I: fill the masked operand of an assertion.
+    AssertionCloze,
+    /// Task II: write a test that uses a given class or function.
+    TargetedTest,
+    /// Task III: write a test that covers given blocks.
+    CoverageTest,
+    /// CPP-UT-Bench: write GoogleTest tests for a source chunk.
+    CppUnitTest,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Message {
+    pub role: String,
+    pub content: String,
+}
+
+/// How sandbox-run turns an answer into a test file and what it runs.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct ExecSpec {
+    pub repo: String,
+    pub language: Option<Language>,
+    /// Where the candidate file goes, relative to the repository root.
+    pub candidate_path: String,
+    /// Text placed before the answer's code.
+    pub prefix: String,
+    /// Text placed after the answer's code.
+    pub suffix: String,
+    /// pytest node ids or GoogleTest filters; empty runs the whole candidate file.
+    pub selectors: Vec<String>,
+}
+
+/// One task instance with its prompt.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Instance {
+    pub kind: RecordKind,
+    pub schema_version: u32,
+    pub id: String,
+    pub problem_id: String,
+    pub repo: String,
+    pub task: Task,
+    /// `po` or a budget such as `8k`.
+    pub setting: String,
+    pub answer_format: String,
+    pub prompt: String,
+    pub messages: Vec<Message>,
+    pub prompt_tokens: u32,
+    pub context_files: Vec<String>,
+    /// The ground-truth answer.
+    pub reference: String,
+    pub exec: ExecSpec,
+    /// Task-specific facts the scorer needs, as plain JSON values keyed by name.
+    pub scoring: BTreeMap<String, serde_json::Value>,
+}
+
+/// A model's answer to one instance.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Response {
+    pub kind: RecordKind,
+    pub schema_version: u32,
+    /// `<instance id>@<model>`.
+    pub id: String,
+    pub instance_id: String,
+    pub model: String,
+    pub task: Task,
+    pub setting: String,
+    pub repo: String,
+    /// The model's raw text.
+    pub text: String,
+    /// Set when no answer could be had (the text is then empty).
+    pub error: Option<String>,
+    pub exec: ExecSpec,
+    pub scoring: BTreeMap<String, serde_json::Value>,
+}
+
+// ---------------------------------------------------------------------------------------------
+// sandbox-run
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    Passed,
+    Failed,
+    Error,
+    Timeout,
+    Oom,
+    Killed,
+    NoCode,
+    CompileError,
+}
+
+/// The limit that ended a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LimitHit {
+    WallClock,
+    CpuTime,
+    Memory,
+    Pids,
+    FileSize,
+    OpenFiles,
+    Disk,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TestOutcome {
+    Passed,
+    Failed,
+    Error,
+    Skipped,
+}
+
+/// One test case as a report (JUnit XML) tells it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TestCase {
+    pub name: String,
+    pub classname: String,
+    pub outcome: TestOutcome,
+    pub message: Option<String>,
+    pub duration_secs: f64,
+}
+
+/// What running one response's candidate test showed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunResult {
+    pub kind: RecordKind,
+    pub schema_version: u32,
+    /// The response id.
+    pub id: String,
+    pub instance_id: String,
+    pub model: String,
+    pub task: Option<Task>,
+    pub setting: String,
+    pub repo: String,
+    pub outcome: Outcome,
+    pub tests: Vec<TestCase>,
+    pub coverage: Vec<FileCoverage>,
+    pub limit_hit: Option<LimitHit>,
+    pub exit_code: Option<i32>,
+    pub signal: Option<i32>,
+    /// The code that was run (the answer's code with its prefix and suffix), if any.
+    pub candidate: Option<String>,
+    pub message: Option<String>,
+    pub stdout_tail: String,
+    pub stderr_tail: String,
+    pub scoring: BTreeMap<String, serde_json::Value>,
+    /// Timing: excluded by name when outputs are compared.
+    pub duration_secs: f64,
+}
+
+// ---------------------------------------------------------------------------------------------
+// score
+
+/// One row of a score table: a model on a task in a setting (and optionally one repository).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ScoreRow {
+    pub kind: RecordKind,
+    pub schema_version: u32,
+    /// `<model>/<task>/<setting>/<repo>`.
+    pub id: String,
+    pub model: String,
+    pub task: Task,
+    pub setting: String,
+    /// `*` when the row covers every repository.
+    pub repo: String,
+    pub n: u64,
+    pub metrics: BTreeMap<String, f64>,
+}

@@ -1,0 +1,189 @@
+//! What every stage binary shares: the input/output flags, resume, shards, the error policy
+//! for bad records, exit codes, and the end of `main`.
+
+use std::collections::HashSet;
+use std::io;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use crate::jsonl::{RecordError, RecordReader, RecordWriter, DEFAULT_MAX_LINE_BYTES};
+use crate::records::Record;
+use crate::shard::Shard;
+
+/// Exit codes every clover tool uses. Documented in `docs/ERRORS.md`.
+pub mod exit {
+    /// Everything was processed.
+    pub const OK: u8 = 0;
+    /// A fatal error: unreadable input file, unwritable output, an internal failure.
+    pub const FAILURE: u8 = 1;
+    /// Bad usage: unknown flag, invalid value, a manifest that does not parse.
+    pub const USAGE: u8 = 2;
+    /// The stage finished, but some input records were rejected and reported (skip mode).
+    pub const BAD_RECORDS: u8 = 3;
+    /// The stage stopped at the first bad input record (`--on-error stop`).
+    pub const STOPPED: u8 = 4;
+}
+
+/// What a stage does with a record it cannot read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum OnError {
+    /// Report it on stderr, go on with the next record, exit with code 3 at the end.
+    #[default]
+    Skip,
+    /// Report it and stop with exit code 4; the output written so far stays valid.
+    Stop,
+}
+
+/// The flags of a stage that reads records and writes records.
+#[derive(Debug, Clone, clap::Args)]
+pub struct StageArgs {
+    /// Input JSON Lines file; `-` or nothing reads stdin.
+    #[arg(value_name = "INPUT")]
+    pub input: Option<PathBuf>,
+    /// Write records to FILE (through FILE.partial, renamed when done) instead of stdout.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Keep the records already in the output file and skip their ids (needs -o).
+    #[arg(long, requires = "output")]
+    pub resume: bool,
+    /// Process only shard K of N (0-based): ids whose FNV-1a 64 hash mod N is K.
+    #[arg(long, value_name = "K/N")]
+    pub shard: Option<Shard>,
+    /// What to do with a bad input record.
+    #[arg(long, value_enum, default_value_t = OnError::Skip)]
+    pub on_error: OnError,
+    /// Reject input lines longer than this many bytes.
+    #[arg(long, default_value_t = DEFAULT_MAX_LINE_BYTES, value_name = "BYTES")]
+    pub max_line_bytes: usize,
+}
+
+/// A bad record made the stage stop (`--on-error stop`).
+#[derive(Debug, thiserror::Error)]
+#[error("stopped at the first bad record (--on-error stop)")]
+pub struct Stopped;
+
+/// The open input and output of a running stage, with the bookkeeping of bad records.
+#[derive(Debug)]
+pub struct StageIo {
+    tool: String,
+    reader: RecordReader<Box<dyn io::BufRead>>,
+    pub writer: RecordWriter,
+    done: HashSet<String>,
+    shard: Option<Shard>,
+    on_error: OnError,
+    bad: u64,
+}
+
+impl StageIo {
+    /// Opens the input and output that `args` name. `tool` prefixes diagnostics.
+    pub fn open(tool: &str, args: &StageArgs) -> io::Result<Self> {
+        let reader = RecordReader::open(args.input.as_deref(), args.max_line_bytes)?;
+        let (writer, done) = match &args.output {
+            Some(path) => RecordWriter::create(path, args.resume)?,
+            None => (RecordWriter::stdout(), HashSet::new()),
+        };
+        Ok(StageIo {
+            tool: tool.to_string(),
+            reader,
+            writer,
+            done,
+            shard: args.shard,
+            on_error: args.on_error,
+            bad: 0,
+        })
+    }
+
+    /// The next record of this shard, with its line number. Bad records are reported and
+    /// skipped, or end the stage with [`Stopped`], as the error policy says.
+    pub fn next_record<T: Record>(&mut self) -> anyhow::Result<Option<(u64, T)>> {
+        loop {
+            match self.reader.next_record::<T>() {
+                None => return Ok(None),
+                Some(Ok((line, record))) => {
+                    if self.shard.is_some_and(|s| !s.contains(record.id())) {
+                        continue;
+                    }
+                    return Ok(Some((line, record)));
+                }
+                Some(Err(e)) => {
+                    if !e.is_recoverable() {
+                        return Err(e.into());
+                    }
+                    self.report(&e);
+                    if self.on_error == OnError::Stop {
+                        return Err(Stopped.into());
+                    }
+                }
+            }
+        }
+    }
+
+    /// Reports a bad record on stderr and counts it.
+    pub fn report(&mut self, e: &RecordError) {
+        self.bad += 1;
+        eprintln!("{}: error: {e}", self.tool);
+    }
+
+    /// Reports a record that could not be processed (not an input error) and counts it.
+    pub fn report_failed(&mut self, line: u64, id: &str, why: &dyn std::fmt::Display) {
+        self.bad += 1;
+        eprintln!(
+            "{}: error: {}:{line} (id {id}): {why}",
+            self.tool,
+            self.reader.source_name()
+        );
+    }
+
+    /// Whether an earlier run (`--resume`) already wrote a record with this id.
+    pub fn is_done(&self, id: &str) -> bool {
+        self.done.contains(id)
+    }
+
+    /// Ids an earlier run already wrote.
+    pub fn done_ids(&self) -> &HashSet<String> {
+        &self.done
+    }
+
+    /// Whether this shard holds `id` (always, without `--shard`).
+    pub fn in_shard(&self, id: &str) -> bool {
+        self.shard.is_none_or(|s| s.contains(id))
+    }
+
+    /// Finishes the output and returns the exit code the stage ends with.
+    pub fn finish(self) -> io::Result<u8> {
+        self.writer.finish()?;
+        Ok(if self.bad > 0 {
+            eprintln!("{}: {} bad record(s) reported above", self.tool, self.bad);
+            exit::BAD_RECORDS
+        } else {
+            exit::OK
+        })
+    }
+}
+
+/// The end of every clover `main`: prints the error chain, maps it to an exit code, and exits 0
+/// when the reader of our stdout went away (a broken pipe is how `| head` says "enough").
+pub fn finish_main(tool: &str, result: anyhow::Result<u8>) -> ExitCode {
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            if is_broken_pipe(&e) {
+                return ExitCode::from(exit::OK);
+            }
+            if e.downcast_ref::<Stopped>().is_some() {
+                eprintln!("{tool}: {e}");
+                return ExitCode::from(exit::STOPPED);
+            }
+            eprintln!("{tool}: error: {e:#}");
+            ExitCode::from(exit::FAILURE)
+        }
+    }
+}
+
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|cause| {
+        cause
+            .downcast_ref::<io::Error>()
+            .is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe)
+    })
+}

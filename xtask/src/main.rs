@@ -1,0 +1,150 @@
+//! Project chores for clover, run as `cargo xtask <command>` (wired in `.cargo/config.toml`).
+//!
+//! - `setup`: installs what the tests and the demo need on a fresh Debian machine, idempotently;
+//! - `test`: setup, then the whole test suite (format, lints, every crate's tests);
+//! - `demo`: setup, a release build, then the pipeline on the embedded fixtures;
+//! - `bench`: measurements as ratios against a baseline in the same run, into
+//!   `docs/BENCHMARKS.md`;
+//! - `install`: copies the `clover` and `clover-*` binaries into `PREFIX/bin`.
+//!
+//! Everything that a test or the demo needs from outside the workspace is installed here and
+//! nowhere else; the tools themselves never download anything.
+
+mod bench;
+mod demo;
+mod setup;
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(about = "Project chores for clover")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Install the Python environment, the C++ toolchain and the tokenizer model
+    Setup,
+    /// Setup, then run the whole test suite
+    Test {
+        /// Skip `cargo fmt --check` and clippy
+        #[arg(long)]
+        no_lint: bool,
+        /// Extra arguments for `cargo test`
+        #[arg(last = true)]
+        cargo_args: Vec<String>,
+    },
+    /// Setup, build, and run the pipeline on the embedded fixtures
+    Demo,
+    /// Measure speed and overhead as ratios, and write docs/BENCHMARKS.md
+    Bench,
+    /// Install the clover binaries
+    Install {
+        /// Install into PREFIX/bin
+        #[arg(long, default_value = "~/.local")]
+        prefix: String,
+    },
+}
+
+fn main() -> Result<()> {
+    let cli = Cli::parse();
+    let root = workspace_root();
+    std::env::set_current_dir(&root)?;
+    match cli.command {
+        Command::Setup => setup::run(&root).map(|_| ()),
+        Command::Test {
+            no_lint,
+            cargo_args,
+        } => test(&root, no_lint, &cargo_args),
+        Command::Demo => demo::run(&root),
+        Command::Bench => bench::run(&root),
+        Command::Install { prefix } => install(&root, &prefix),
+    }
+}
+
+/// The workspace root: the parent of this crate's folder.
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask lives in the workspace")
+        .to_path_buf()
+}
+
+fn test(root: &Path, no_lint: bool, cargo_args: &[String]) -> Result<()> {
+    let env = setup::run(root)?;
+    if !no_lint {
+        step("cargo fmt --check");
+        duct::cmd!("cargo", "fmt", "--all", "--check")
+            .run()
+            .context("cargo fmt --check found unformatted code; run `cargo fmt`")?;
+        step("cargo clippy");
+        duct::cmd!(
+            "cargo",
+            "clippy",
+            "--workspace",
+            "--all-targets",
+            "--quiet",
+            "--",
+            "-D",
+            "warnings"
+        )
+        .run()
+        .context("clippy found problems")?;
+    }
+    step("cargo test");
+    let mut args = vec!["test".to_string(), "--workspace".to_string()];
+    args.extend(cargo_args.iter().cloned());
+    let mut cmd = duct::cmd("cargo", &args);
+    for (k, v) in env.vars() {
+        cmd = cmd.env(k, v);
+    }
+    cmd.run().context("tests failed")?;
+    Ok(())
+}
+
+fn install(root: &Path, prefix: &str) -> Result<()> {
+    let prefix = match prefix.strip_prefix("~/") {
+        Some(rest) => PathBuf::from(std::env::var("HOME").context("HOME is not set")?).join(rest),
+        None => PathBuf::from(prefix),
+    };
+    step("cargo build --release");
+    duct::cmd!("cargo", "build", "--release", "--workspace", "--bins").run()?;
+    let bin = prefix.join("bin");
+    std::fs::create_dir_all(&bin).with_context(|| format!("cannot create {}", bin.display()))?;
+    for tool in release_tools(root)? {
+        let to = bin.join(tool.file_name().expect("a file"));
+        // Replace rather than overwrite: a running copy of the old binary keeps working.
+        let tmp = to.with_extension("new");
+        std::fs::copy(&tool, &tmp)?;
+        std::fs::rename(&tmp, &to)?;
+        println!("installed {}", to.display());
+    }
+    Ok(())
+}
+
+/// `clover` and every `clover-*` binary in `target/release`.
+pub fn release_tools(root: &Path) -> Result<Vec<PathBuf>> {
+    let dir = root.join("target/release");
+    let mut tools: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .with_context(|| format!("cannot read {}", dir.display()))?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            p.is_file()
+                && (name == "clover" || (name.starts_with("clover-") && !name.contains('.')))
+        })
+        .collect();
+    tools.sort();
+    Ok(tools)
+}
+
+/// Announces a step on stderr.
+pub fn step(what: &str) {
+    eprintln!("\x1b[1m==> {what}\x1b[0m");
+}

@@ -1,0 +1,203 @@
+//! `cargo xtask setup`: everything the tests and the demo need, installed idempotently.
+//!
+//! - Debian packages for C++ (g++, GoogleTest, gcovr) through `apt-get` when running as root;
+//!   without root, a message naming what to install;
+//! - a Python virtual environment at `target/clover-venv` with pinned pytest, pytest-cov,
+//!   coverage and sentencepiece (the tokenizer reference);
+//! - the Mistral-7B tokenizer model from the PyPI package `mistral-common`, checked by sha256
+//!   and cached at `target/clover-data/tokenizer.model.v1`.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+
+use crate::step;
+
+/// Python packages of the test environment. Changing this list rebuilds the environment.
+const PYTHON_PACKAGES: &[&str] = &[
+    "pytest==9.2.0",
+    "pytest-cov==7.1.0",
+    "coverage==7.17.3",
+    "sentencepiece==0.2.3",
+];
+
+/// Debian packages: (package, a file it installs that tells it is there).
+const DEBIAN_PACKAGES: &[(&str, &str)] = &[
+    ("g++", "/usr/bin/g++"),
+    (
+        "googletest",
+        "/usr/src/googletest/googletest/samples/sample1.cc",
+    ),
+    ("libgtest-dev", "/usr/include/gtest/gtest.h"),
+    ("libgmock-dev", "/usr/include/gmock/gmock.h"),
+    ("gcovr", "/usr/bin/gcovr"),
+];
+
+const TOKENIZER_PACKAGE: &str = "mistral-common==1.13.1";
+const TOKENIZER_MEMBER: &str = "mistral_common/data/tokenizer.model.v1";
+pub const TOKENIZER_SHA256: &str =
+    "dadfd56d766715c61d2ef780a525ab43b8e6da4de6865bda3d95fdef5e134055";
+
+/// What setup made, for the commands that come after it.
+#[derive(Debug, Clone)]
+pub struct Env {
+    pub venv: PathBuf,
+    pub python: PathBuf,
+    pub tokenizer: PathBuf,
+}
+
+impl Env {
+    /// Environment variables through which tests find what setup installed. With
+    /// `CLOVER_REQUIRE_TOOLS=1` a test that would skip for want of a tool fails instead.
+    pub fn vars(&self) -> Vec<(String, String)> {
+        vec![
+            ("CLOVER_VENV".into(), self.venv.display().to_string()),
+            ("CLOVER_PYTHON".into(), self.python.display().to_string()),
+            (
+                "CLOVER_TOKENIZER".into(),
+                self.tokenizer.display().to_string(),
+            ),
+            ("CLOVER_REQUIRE_TOOLS".into(), "1".into()),
+        ]
+    }
+}
+
+pub fn run(root: &Path) -> Result<Env> {
+    step("setup: Debian packages");
+    debian_packages()?;
+    step("setup: Python environment");
+    let venv = root.join("target/clover-venv");
+    let python = python_env(&venv)?;
+    step("setup: tokenizer model");
+    let tokenizer = tokenizer(root, &python)?;
+    Ok(Env {
+        venv,
+        python,
+        tokenizer,
+    })
+}
+
+fn is_root() -> bool {
+    duct::cmd!("id", "-u")
+        .read()
+        .map(|s| s.trim() == "0")
+        .unwrap_or(false)
+}
+
+fn debian_packages() -> Result<()> {
+    let missing: Vec<&str> = DEBIAN_PACKAGES
+        .iter()
+        .filter(|(_, marker)| !Path::new(marker).exists())
+        .map(|(pkg, _)| *pkg)
+        .collect();
+    if missing.is_empty() {
+        eprintln!(
+            "all present: {}",
+            DEBIAN_PACKAGES
+                .iter()
+                .map(|p| p.0)
+                .collect::<Vec<_>>()
+                .join(" ")
+        );
+        return Ok(());
+    }
+    if !is_root() {
+        bail!(
+            "missing Debian packages: {0}; install them with `sudo apt-get install {0}` and rerun",
+            missing.join(" ")
+        );
+    }
+    eprintln!("installing {}", missing.join(" "));
+    duct::cmd!("apt-get", "update", "-q")
+        .env("DEBIAN_FRONTEND", "noninteractive")
+        .run()
+        .context("apt-get update failed")?;
+    let mut args = vec!["install", "-y", "-q", "--no-install-recommends"];
+    args.extend(missing.iter().copied());
+    duct::cmd("apt-get", &args)
+        .env("DEBIAN_FRONTEND", "noninteractive")
+        .run()
+        .context("apt-get install failed")?;
+    Ok(())
+}
+
+/// The interpreter the environment is made from: `CLOVER_BASE_PYTHON` or `python3`.
+fn base_python() -> String {
+    std::env::var("CLOVER_BASE_PYTHON").unwrap_or_else(|_| "python3".into())
+}
+
+fn python_env(venv: &Path) -> Result<PathBuf> {
+    let python = venv.join("bin/python");
+    let stamp = venv.join("clover-requirements.txt");
+    let wanted = PYTHON_PACKAGES.join("\n") + "\n";
+    if python.exists() && std::fs::read_to_string(&stamp).ok().as_deref() == Some(&wanted) {
+        eprintln!("up to date: {}", venv.display());
+        return Ok(python);
+    }
+    if !python.exists() {
+        duct::cmd!(base_python(), "-m", "venv", venv)
+            .run()
+            .context("cannot create the Python virtual environment (is python3-venv installed?)")?;
+    }
+    let mut args = vec!["-m", "pip", "install", "-q", "--disable-pip-version-check"];
+    args.extend(PYTHON_PACKAGES.iter().copied());
+    duct::cmd(&python, &args)
+        .run()
+        .context("pip install into the test environment failed")?;
+    std::fs::write(&stamp, wanted)?;
+    Ok(python)
+}
+
+fn tokenizer(root: &Path, python: &Path) -> Result<PathBuf> {
+    let data = root.join("target/clover-data");
+    let model = data.join("tokenizer.model.v1");
+    if model.exists() && sha256(python, &model)? == TOKENIZER_SHA256 {
+        eprintln!("verified: {}", model.display());
+        return Ok(model);
+    }
+    let downloads = data.join("downloads");
+    std::fs::create_dir_all(&downloads)?;
+    duct::cmd!(
+        python,
+        "-m",
+        "pip",
+        "download",
+        "-q",
+        "--disable-pip-version-check",
+        "--no-deps",
+        "--only-binary",
+        ":all:",
+        "-d",
+        &downloads,
+        TOKENIZER_PACKAGE
+    )
+    .run()
+    .context("pip download of mistral-common failed")?;
+    // A wheel is a zip file; the venv's Python unpacks the one member we need.
+    let script = format!(
+        "import glob, sys, zipfile\n\
+         wheel = sorted(glob.glob(sys.argv[1] + '/mistral_common-*.whl'))[-1]\n\
+         open(sys.argv[2] + '.tmp', 'wb').write(zipfile.ZipFile(wheel).read('{TOKENIZER_MEMBER}'))\n"
+    );
+    duct::cmd!(python, "-c", script, &downloads, &model).run()?;
+    let tmp = model.with_extension("v1.tmp");
+    let got = sha256(python, &tmp)?;
+    if got != TOKENIZER_SHA256 {
+        std::fs::remove_file(&tmp).ok();
+        bail!("tokenizer model has sha256 {got}, expected {TOKENIZER_SHA256}; refusing to use it");
+    }
+    std::fs::rename(&tmp, &model)?;
+    eprintln!("installed: {}", model.display());
+    Ok(model)
+}
+
+fn sha256(python: &Path, file: &Path) -> Result<String> {
+    let out = duct::cmd!(
+        python,
+        "-c",
+        "import hashlib, sys; print(hashlib.sha256(open(sys.argv[1], 'rb').read()).hexdigest())",
+        file
+    )
+    .read()?;
+    Ok(out.trim().to_string())
+}
