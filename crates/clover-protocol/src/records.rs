@@ -142,11 +142,15 @@ pub struct PythonProblem {
     pub problem_text: String,
     /// Everything in the problem file before the test (imports, helpers, class header).
     pub setup_code: String,
-    /// Decorators and the `def` line up to and including the colon.
+    /// The decorators and the `def` line(s), as they stand in the file (indented), up to and
+    /// including the newline after the colon.
     pub declaration: String,
-    /// The body of the function, as it stands in the file (indented).
+    /// The lines of the function's block, as they stand in the file (indented), each ending
+    /// with a newline.
     pub body: String,
-    /// 1-based line in `problem_text` where `declaration` starts.
+    /// 1-based line in `problem_text` where `declaration` starts. The text from that line on
+    /// begins with `declaration` followed directly by `body`; whatever follows (a class's
+    /// teardown methods) stays in place when the test is replaced.
     pub problem_declaration_line: u32,
     pub assertions: Vec<AssertionSite>,
     /// Names the test uses that resolve to the repository's own modules.
@@ -478,6 +482,12 @@ pub struct RunResult {
     pub signal: Option<i32>,
     /// The code that was run (the answer's code with its prefix and suffix), if any.
     pub candidate: Option<String>,
+    /// The code taken from the model's answer, exactly as placed between the prefix and the
+    /// suffix (for Task I, the predicted operand); `None` when no code was found. Written by
+    /// `clover_score::assemble_candidate`; the scorer reads it to tell what the model wrote
+    /// from what the prefix already held. Absent in older records, which read as `None`.
+    #[serde(default)]
+    pub answer: Option<String>,
     pub message: Option<String>,
     pub stdout_tail: String,
     pub stderr_tail: String,

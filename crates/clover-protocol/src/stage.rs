@@ -187,3 +187,123 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
             .is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe)
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::records::{RecordKind, ScoreRow, Task, SCHEMA_VERSION};
+    use clap::Parser;
+
+    #[derive(Debug, Parser)]
+    struct Cli {
+        #[command(flatten)]
+        stage: StageArgs,
+    }
+
+    fn row(id: &str) -> String {
+        serde_json::to_string(&ScoreRow {
+            kind: RecordKind::ScoreRow,
+            schema_version: SCHEMA_VERSION,
+            id: id.into(),
+            model: "m".into(),
+            task: Task::CoverageTest,
+            setting: "po".into(),
+            repo: "*".into(),
+            n: 1,
+            metrics: Default::default(),
+        })
+        .unwrap()
+    }
+
+    /// Copies every record of `input` through a stage with `flags`; returns the ids written
+    /// and the exit code (or the error).
+    fn copy_through(input: &str, flags: &[&str]) -> (Vec<String>, Result<u8, String>) {
+        let dir = tempfile::tempdir().unwrap();
+        let inp = dir.path().join("in.jsonl");
+        let out = dir.path().join("out.jsonl");
+        std::fs::write(&inp, input).unwrap();
+        let mut argv = vec![
+            "stage".to_string(),
+            inp.display().to_string(),
+            "-o".into(),
+            out.display().to_string(),
+        ];
+        argv.extend(flags.iter().map(|s| s.to_string()));
+        let cli = Cli::try_parse_from(argv).unwrap();
+        let mut io = StageIo::open("stage", &cli.stage).unwrap();
+        let result = (|| -> anyhow::Result<u8> {
+            while let Some((_, r)) = io.next_record::<ScoreRow>()? {
+                io.writer.write(&r)?;
+            }
+            Ok(io.finish()?)
+        })();
+        let written = std::fs::read_to_string(&out)
+            .or_else(|_| std::fs::read_to_string(crate::partial_path(&out)))
+            .unwrap_or_default();
+        let ids = written
+            .lines()
+            .map(|l| serde_json::from_str::<ScoreRow>(l).unwrap().id)
+            .collect();
+        (ids, result.map_err(|e| format!("{e:#}")))
+    }
+
+    #[test]
+    fn skip_reports_and_goes_on_stop_stops_with_valid_output() {
+        let input = format!("{}\nnot json\n{}\n", row("a"), row("b"));
+        let (ids, code) = copy_through(&input, &[]);
+        assert_eq!(ids, vec!["a", "b"]);
+        assert_eq!(code, Ok(exit::BAD_RECORDS));
+        let (ids, code) = copy_through(&input, &["--on-error", "stop"]);
+        assert_eq!(ids, vec!["a"], "what was written before the stop stays");
+        assert!(code
+            .unwrap_err()
+            .contains("stopped at the first bad record"));
+        let (ids, code) = copy_through(&format!("{}\n", row("a")), &[]);
+        assert_eq!((ids, code), (vec!["a".to_string()], Ok(exit::OK)));
+    }
+
+    #[test]
+    fn shards_select_by_id_and_join_to_the_whole() {
+        let ids: Vec<String> = (0..200).map(|i| format!("r/t.py::test_{i}")).collect();
+        let input: String = ids.iter().map(|i| row(i) + "\n").collect();
+        let mut joined = Vec::new();
+        for k in 0..3 {
+            let (got, code) = copy_through(&input, &["--shard", &format!("{k}/3")]);
+            assert_eq!(code, Ok(exit::OK));
+            assert!(got.iter().all(|id| Shard::of(id, 3) == k));
+            joined.extend(got);
+        }
+        joined.sort();
+        let mut all = ids.clone();
+        all.sort();
+        assert_eq!(joined, all);
+    }
+
+    #[test]
+    fn flags_are_checked() {
+        assert!(
+            Cli::try_parse_from(["stage", "--resume"]).is_err(),
+            "--resume needs -o"
+        );
+        assert!(Cli::try_parse_from(["stage", "--shard", "3/3"]).is_err());
+        assert!(Cli::try_parse_from(["stage", "--on-error", "maybe"]).is_err());
+    }
+
+    #[test]
+    fn a_broken_pipe_is_a_clean_exit() {
+        let e = anyhow::Error::from(io::Error::from(io::ErrorKind::BrokenPipe)).context("writing");
+        assert_eq!(finish_main("t", Err(e)), ExitCode::from(exit::OK));
+        assert_eq!(
+            finish_main("t", Err(Stopped.into())),
+            ExitCode::from(exit::STOPPED)
+        );
+        assert_eq!(
+            finish_main("t", Err(anyhow::anyhow!("boom"))),
+            ExitCode::from(exit::FAILURE)
+        );
+        assert_eq!(
+            finish_main("t", Ok(exit::BAD_RECORDS)),
+            ExitCode::from(exit::BAD_RECORDS)
+        );
+    }
+}
