@@ -96,6 +96,7 @@ fn jsonl_read(_root: &Path) -> Result<Row> {
             exit_code: Some(0),
             signal: None,
             candidate: Some("assert parse('1.00') == 100\n".into()),
+            answer: Some("100".into()),
             message: None,
             stdout_tail: String::new(),
             stderr_tail: String::new(),

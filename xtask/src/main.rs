@@ -11,6 +11,7 @@
 //! nowhere else; the tools themselves never download anything.
 
 mod bench;
+mod corpus;
 mod demo;
 mod setup;
 
@@ -43,6 +44,11 @@ enum Command {
     Demo,
     /// Measure speed and overhead as ratios, and write docs/BENCHMARKS.md
     Bench,
+    /// Fetch the corpus packages, check their hashes, and give each its environment
+    Corpus {
+        /// Only these packages (default: all)
+        names: Vec<String>,
+    },
     /// Install the clover binaries
     Install {
         /// Install into PREFIX/bin
@@ -64,6 +70,16 @@ fn main() -> Result<()> {
         Command::Demo => demo::run(&root),
         Command::Bench => bench::run(&root),
         Command::Install { prefix } => install(&root, &prefix),
+        Command::Corpus { names } => {
+            for r in corpus::ensure(&root, &names)? {
+                println!("{}\t{}\t{}", r.name, r.dir.display(), r.python.display());
+            }
+            println!(
+                "manifest: {}",
+                root.join("target/corpus/clover.toml").display()
+            );
+            Ok(())
+        }
     }
 }
 
@@ -77,6 +93,8 @@ pub fn workspace_root() -> PathBuf {
 
 fn test(root: &Path, no_lint: bool, cargo_args: &[String]) -> Result<()> {
     let env = setup::run(root)?;
+    let corpus: Vec<String> = corpus::FOR_TESTS.iter().map(|s| s.to_string()).collect();
+    corpus::ensure(root, &corpus)?;
     if !no_lint {
         step("cargo fmt --check");
         duct::cmd!("cargo", "fmt", "--all", "--check")
@@ -103,6 +121,7 @@ fn test(root: &Path, no_lint: bool, cargo_args: &[String]) -> Result<()> {
     for (k, v) in env.vars() {
         cmd = cmd.env(k, v);
     }
+    cmd = cmd.env("CLOVER_CORPUS", root.join("target/corpus/clover.toml"));
     cmd.run().context("tests failed")?;
     Ok(())
 }

@@ -122,7 +122,7 @@ fn debian_packages() -> Result<()> {
 }
 
 /// The interpreter the environment is made from: `CLOVER_BASE_PYTHON` or `python3`.
-fn base_python() -> String {
+pub fn base_python() -> String {
     std::env::var("CLOVER_BASE_PYTHON").unwrap_or_else(|_| "python3".into())
 }
 
@@ -191,7 +191,7 @@ fn tokenizer(root: &Path, python: &Path) -> Result<PathBuf> {
     Ok(model)
 }
 
-fn sha256(python: &Path, file: &Path) -> Result<String> {
+pub fn sha256(python: impl duct::IntoExecutablePath, file: &Path) -> Result<String> {
     let out = duct::cmd!(
         python,
         "-c",
