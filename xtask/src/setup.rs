@@ -1,7 +1,7 @@
 //! `cargo xtask setup`: everything the tests and the demo need, installed idempotently.
 //!
-//! - Debian packages for C++ (g++, GoogleTest, gcovr) through `apt-get` when running as root;
-//!   without root, a message naming what to install;
+//! - Debian packages for C++ (g++, GoogleTest, gcovr) and Chromium (the HTML report test)
+//!   through `apt-get` when running as root; without root, a message naming what to install;
 //! - a Python virtual environment at `target/clover-venv` with pinned pytest, pytest-cov,
 //!   coverage and sentencepiece (the tokenizer reference);
 //! - the Mistral-7B tokenizer model from the PyPI package `mistral-common`, checked by sha256
@@ -31,6 +31,8 @@ const DEBIAN_PACKAGES: &[(&str, &str)] = &[
     ("libgtest-dev", "/usr/include/gtest/gtest.h"),
     ("libgmock-dev", "/usr/include/gmock/gmock.h"),
     ("gcovr", "/usr/bin/gcovr"),
+    // The HTML score report is opened in headless Chromium by clover-score's tests.
+    ("chromium", "/usr/bin/chromium"),
 ];
 
 const TOKENIZER_PACKAGE: &str = "mistral-common==1.13.1";

@@ -482,8 +482,8 @@ pub struct RunResult {
     pub signal: Option<i32>,
     /// The code that was run (the answer's code with its prefix and suffix), if any.
     pub candidate: Option<String>,
-    /// The code taken from the model's answer, exactly as placed between the prefix and the
-    /// suffix (for Task I, the predicted operand); `None` when no code was found. Written by
+    /// The code taken from the model's answer: for Task I the predicted operand, otherwise the
+    /// code as placed between the prefix and the suffix; `None` when no code was found. Written by
     /// `clover_score::assemble_candidate`; the scorer reads it to tell what the model wrote
     /// from what the prefix already held. Absent in older records, which read as `None`.
     #[serde(default)]

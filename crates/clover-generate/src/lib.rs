@@ -1,0 +1,37 @@
+//! `clover generate`: model adapters that turn task instances into responses.
+//!
+//! Each [`Instance`](clover_protocol::Instance) read is answered by one [`Model`] and written
+//! as one [`Response`](clover_protocol::Response) with id `<instance id>@<model name>`:
+//!
+//! - [`Model::Oracle`] answers with the instance's `reference` (the ground truth): the
+//!   benchmark's consistency check, which must score at or near 100%;
+//! - [`Model::Baseline`] answers trivially ([`Baseline::CopyOperand`], [`Baseline::AssertTrue`])
+//!   so a report shows that the metrics tell a real answer from a vacuous one;
+//! - [`Model::OpenAi`] asks any OpenAI-compatible chat-completions server (vLLM, llama.cpp
+//!   server, a hosted API) through [`ChatClient`]: temperature 0.2, top_p 1.0, max tokens 200
+//!   for Task I and 4000 otherwise unless overridden; retries with exponential backoff on 429,
+//!   5xx and transport errors, honouring `Retry-After`;
+//! - [`Model::Command`] pipes the plain prompt to a user's command and takes its stdout
+//!   (with `CLOVER_INSTANCE_ID`, `CLOVER_TASK` and `CLOVER_SETTING` in its environment).
+//!
+//! A model that gives no answer still yields a response: `text` is empty and `error` says why,
+//! so nothing is dropped and sandbox-run records it as `no_code`. Responses come out in input
+//! order whatever the concurrency, so a run is reproducible byte for byte with a deterministic
+//! model; `--resume` skips response ids already written and `--shard` splits by instance id.
+//!
+//! Each response carries the instance's `exec` and `scoring`, unchanged, on to the later
+//! stages.
+//!
+//! It deliberately does not look inside answers: extracting code and building the candidate
+//! test is `clover_score`'s job, done where the candidate is run.
+
+mod model;
+mod openai;
+mod run;
+
+pub use model::{
+    baseline_answer, prompt_messages, task_name, AnswerError, Baseline, CommandModel, Model,
+    SamplingPlan,
+};
+pub use openai::{parse_completion, ChatClient, ChatConfig, ChatError, Sampling};
+pub use run::{generate, respond, response_id, Summary};

@@ -1,0 +1,192 @@
+//! The `clover-generate` binary: flags in, [`clover_generate::generate`] does the work.
+
+use std::ffi::OsString;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+use clap::{Parser, ValueEnum};
+use clover_generate::{Baseline, ChatClient, ChatConfig, CommandModel, Model, SamplingPlan};
+use clover_protocol::{finish_main, StageArgs, StageIo, Task};
+
+const TOOL: &str = "clover-generate";
+
+/// Answer task instances with a model: the oracle, a trivial baseline, an OpenAI-compatible
+/// server or a command. Reads instances (JSON Lines), writes responses.
+#[derive(Debug, Parser)]
+#[command(name = TOOL, version)]
+struct Cli {
+    #[command(flatten)]
+    stage: StageArgs,
+    /// Which model answers.
+    #[arg(long, value_enum)]
+    model: ModelKind,
+    /// The name written in each response's `model` field and id (default: the model kind, or
+    /// --model-name for openai).
+    #[arg(long, value_name = "NAME")]
+    label: Option<String>,
+    /// openai: the API root, e.g. http://127.0.0.1:8000/v1.
+    #[arg(long, value_name = "URL")]
+    base_url: Option<String>,
+    /// openai: the model name sent with each request.
+    #[arg(long, value_name = "NAME")]
+    model_name: Option<String>,
+    /// openai: the environment variable holding the API key (sent only when set).
+    #[arg(long, default_value = "OPENAI_API_KEY", value_name = "VAR")]
+    api_key_env: String,
+    #[arg(long, default_value_t = 0.2)]
+    temperature: f64,
+    #[arg(long, default_value_t = 1.0)]
+    top_p: f64,
+    /// Max new tokens: `N` for every task, or `TASK=N` (assertion_cloze, targeted_test,
+    /// coverage_test, cpp_unit_test). Defaults: 200 for Task I, 4000 for the others.
+    #[arg(long, value_name = "[TASK=]N")]
+    max_tokens: Vec<String>,
+    /// Requests (or commands) running at once.
+    #[arg(long, default_value_t = 4, value_name = "N")]
+    concurrency: usize,
+    /// Time limit of one request attempt, or of one command run.
+    #[arg(long, default_value_t = 300.0, value_name = "SECS")]
+    timeout_secs: f64,
+    /// openai: retries after the first attempt on 429, 5xx and transport errors.
+    #[arg(long, default_value_t = 5, value_name = "N")]
+    max_retries: u32,
+    /// openai: the first retry's wait; it doubles with each further retry (up to 60 s).
+    #[arg(long, default_value_t = 1000, value_name = "MS")]
+    backoff_ms: u64,
+    /// cmd: the command and its arguments, after `--`.
+    #[arg(last = true, value_name = "COMMAND")]
+    command: Vec<OsString>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum ModelKind {
+    /// The ground truth.
+    Oracle,
+    /// Task I: the other operand; other tasks: as assert-true.
+    CopyOperand,
+    /// `True` / a test whose body is `assert True`.
+    AssertTrue,
+    /// An OpenAI-compatible chat-completions server.
+    Openai,
+    /// A command: prompt on stdin, answer on stdout.
+    Cmd,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    finish_main(TOOL, run(cli))
+}
+
+fn run(cli: Cli) -> anyhow::Result<u8> {
+    let (model, default_name) = build_model(&cli)?;
+    let name = cli.label.clone().unwrap_or(default_name);
+    if name.is_empty() || name.contains('@') || name.contains('/') {
+        bail!("model name `{name}` must be non-empty and hold neither `@` nor `/`; choose one with --label");
+    }
+    let mut io = StageIo::open(TOOL, &cli.stage).context("opening input and output")?;
+    let summary = clover_generate::generate(&mut io, &model, &name, cli.concurrency)?;
+    eprintln!(
+        "{TOOL}: {} response(s) from {name}, {} with an error, {} already done",
+        summary.written, summary.errors, summary.skipped
+    );
+    Ok(io.finish()?)
+}
+
+fn build_model(cli: &Cli) -> anyhow::Result<(Model, String)> {
+    let timeout = Duration::try_from_secs_f64(cli.timeout_secs)
+        .ok()
+        .filter(|d| !d.is_zero())
+        .context("--timeout-secs must be a positive number of seconds")?;
+    if cli.model != ModelKind::Cmd && !cli.command.is_empty() {
+        bail!("a command after `--` is only for --model cmd");
+    }
+    Ok(match cli.model {
+        ModelKind::Oracle => (Model::Oracle, "oracle".into()),
+        ModelKind::CopyOperand => (
+            Model::Baseline(Baseline::CopyOperand),
+            "copy-operand".into(),
+        ),
+        ModelKind::AssertTrue => (Model::Baseline(Baseline::AssertTrue), "assert-true".into()),
+        ModelKind::Cmd => {
+            if cli.command.is_empty() {
+                bail!(
+                    "--model cmd needs a command after `--`, e.g. --model cmd -- ./my-model --fast"
+                );
+            }
+            (
+                Model::Command(CommandModel {
+                    argv: cli.command.clone(),
+                    timeout,
+                }),
+                "cmd".into(),
+            )
+        }
+        ModelKind::Openai => {
+            let base_url = cli
+                .base_url
+                .clone()
+                .context("--model openai needs --base-url, e.g. http://127.0.0.1:8000/v1")?;
+            let model_name = cli
+                .model_name
+                .clone()
+                .context("--model openai needs --model-name, the model the server serves")?;
+            let api_key = std::env::var(&cli.api_key_env)
+                .ok()
+                .filter(|k| !k.is_empty());
+            let client = ChatClient::new(ChatConfig {
+                base_url,
+                model_name: model_name.clone(),
+                api_key,
+                timeout,
+                max_retries: cli.max_retries,
+                backoff: Duration::from_millis(cli.backoff_ms),
+                max_backoff: Duration::from_secs(60),
+            });
+            let mut sampling = SamplingPlan {
+                temperature: cli.temperature,
+                top_p: cli.top_p,
+                ..SamplingPlan::default()
+            };
+            for spec in &cli.max_tokens {
+                apply_max_tokens(&mut sampling, spec)?;
+            }
+            // The name keeps what a path-like served name ends with (`org/model` → `model`),
+            // since `/` separates fields of score ids.
+            let label = model_name
+                .rsplit('/')
+                .next()
+                .unwrap_or(&model_name)
+                .to_string();
+            (Model::OpenAi { client, sampling }, label)
+        }
+    })
+}
+
+fn apply_max_tokens(plan: &mut SamplingPlan, spec: &str) -> anyhow::Result<()> {
+    let parse = |n: &str| {
+        n.trim()
+            .parse::<u32>()
+            .ok()
+            .filter(|&n| n > 0)
+            .with_context(|| format!("--max-tokens `{spec}`: `{n}` is not a positive number"))
+    };
+    match spec.split_once('=') {
+        None => {
+            let n = parse(spec)?;
+            for v in plan.max_tokens.values_mut() {
+                *v = n;
+            }
+        }
+        Some((task, n)) => {
+            let task: Task = serde_json::from_value(serde_json::Value::String(task.trim().into()))
+                .map_err(|_| {
+                    anyhow::anyhow!(
+                        "--max-tokens `{spec}`: unknown task `{task}`; use assertion_cloze, targeted_test, coverage_test or cpp_unit_test"
+                    )
+                })?;
+            plan.max_tokens.insert(task, parse(n)?);
+        }
+    }
+    Ok(())
+}

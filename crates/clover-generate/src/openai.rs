@@ -1,0 +1,307 @@
+//! A blocking client for OpenAI-compatible chat completions (`POST {base}/chat/completions`).
+//!
+//! It retries what a server means to be retried — 429 and 5xx, honouring `Retry-After` — and
+//! transport failures (refused connections, timeouts), with exponential backoff. A 4xx other
+//! than 429 and a 2xx whose body is not a chat completion are final: asking again would get
+//! the same answer.
+
+use std::time::Duration;
+
+use clover_protocol::Message;
+use serde_json::{json, Value};
+
+/// The longest wait a `Retry-After` header can impose; a server asking for more is answered
+/// with an error rather than a stalled run.
+const MAX_RETRY_AFTER: Duration = Duration::from_secs(300);
+
+/// Where and how to reach a chat-completions endpoint.
+#[derive(Debug, Clone)]
+pub struct ChatConfig {
+    /// The API root, e.g. `http://127.0.0.1:8000/v1`; `/chat/completions` is appended unless
+    /// the URL already ends with it.
+    pub base_url: String,
+    /// The `model` field of each request.
+    pub model_name: String,
+    /// Sent as `Authorization: Bearer KEY` when set.
+    pub api_key: Option<String>,
+    /// The whole of one attempt: connect, send, wait, read.
+    pub timeout: Duration,
+    /// Attempts after the first.
+    pub max_retries: u32,
+    /// The wait before the first retry; it doubles with each further retry.
+    pub backoff: Duration,
+    /// The longest computed backoff (a `Retry-After` may ask for more, up to 300 s).
+    pub max_backoff: Duration,
+}
+
+/// Sampling parameters of one request.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Sampling {
+    pub temperature: f64,
+    pub top_p: f64,
+    pub max_tokens: u32,
+}
+
+/// Why a chat completion could not be had.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ChatError {
+    #[error("server answered HTTP {status} after {attempts} attempt(s): {body}")]
+    Status {
+        status: u16,
+        attempts: u32,
+        body: String,
+    },
+    #[error("request failed after {attempts} attempt(s): {message}")]
+    Transport { attempts: u32, message: String },
+    #[error("malformed response from the server: {message}")]
+    Malformed { message: String },
+    #[error(
+        "server asked to wait {secs} s before retrying (Retry-After); more than the 300 s allowed"
+    )]
+    RetryAfterTooLong { secs: u64 },
+}
+
+/// One endpoint, shared by every worker thread (the agent pools connections).
+#[derive(Debug, Clone)]
+pub struct ChatClient {
+    agent: ureq::Agent,
+    url: String,
+    config: ChatConfig,
+}
+
+enum Attempt {
+    Done(String),
+    Retry {
+        error: ChatError,
+        after: Option<Duration>,
+    },
+    Fail(ChatError),
+}
+
+impl ChatClient {
+    pub fn new(config: ChatConfig) -> Self {
+        let base = config.base_url.trim_end_matches('/');
+        let url = if base.ends_with("/chat/completions") {
+            base.to_string()
+        } else {
+            format!("{base}/chat/completions")
+        };
+        let mut builder = ureq::Agent::config_builder()
+            .timeout_global(Some(config.timeout))
+            .http_status_as_error(false)
+            .user_agent(concat!("clover/", env!("CARGO_PKG_VERSION")));
+        // A proxy from the environment must never see loopback traffic: a local server is
+        // reached directly, as every other loopback client does.
+        if is_loopback(&url) {
+            builder = builder.proxy(None);
+        }
+        ChatClient {
+            agent: builder.build().into(),
+            url,
+            config,
+        }
+    }
+
+    /// The full endpoint URL requests go to.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// The assistant's text for `messages`, after as many retries as the config allows.
+    pub fn complete(&self, messages: &[Message], sampling: Sampling) -> Result<String, ChatError> {
+        let body = json!({
+            "model": self.config.model_name,
+            "messages": messages
+                .iter()
+                .map(|m| json!({"role": m.role, "content": m.content}))
+                .collect::<Vec<_>>(),
+            "temperature": sampling.temperature,
+            "top_p": sampling.top_p,
+            "max_tokens": sampling.max_tokens,
+        })
+        .to_string();
+        let mut attempt = 0u32;
+        loop {
+            attempt += 1;
+            match self.attempt(&body, attempt) {
+                Attempt::Done(text) => return Ok(text),
+                Attempt::Fail(e) => return Err(e),
+                Attempt::Retry { error, after } => {
+                    if attempt > self.config.max_retries {
+                        return Err(error);
+                    }
+                    let wait = match after {
+                        Some(d) if d > MAX_RETRY_AFTER => {
+                            return Err(ChatError::RetryAfterTooLong { secs: d.as_secs() })
+                        }
+                        Some(d) => d.max(self.backoff(attempt)),
+                        None => self.backoff(attempt),
+                    };
+                    std::thread::sleep(wait);
+                }
+            }
+        }
+    }
+
+    /// The backoff before retry number `attempt` (1-based): base · 2^(attempt−1), capped.
+    fn backoff(&self, attempt: u32) -> Duration {
+        let factor = 1u32 << (attempt - 1).min(16);
+        self.config
+            .backoff
+            .saturating_mul(factor)
+            .min(self.config.max_backoff)
+    }
+
+    fn attempt(&self, body: &str, attempts: u32) -> Attempt {
+        let mut request = self
+            .agent
+            .post(&self.url)
+            .header("Content-Type", "application/json");
+        if let Some(key) = &self.config.api_key {
+            request = request.header("Authorization", &format!("Bearer {key}"));
+        }
+        let mut response = match request.send(body) {
+            Ok(r) => r,
+            Err(e) => {
+                return Attempt::Retry {
+                    error: ChatError::Transport {
+                        attempts,
+                        message: e.to_string(),
+                    },
+                    after: None,
+                }
+            }
+        };
+        let status = response.status().as_u16();
+        let retry_after = response
+            .headers()
+            .get("retry-after")
+            .and_then(|v| v.to_str().ok())
+            .and_then(parse_retry_after);
+        let text = match response.body_mut().read_to_string() {
+            Ok(t) => t,
+            Err(e) => {
+                return Attempt::Retry {
+                    error: ChatError::Transport {
+                        attempts,
+                        message: format!("reading the response body: {e}"),
+                    },
+                    after: None,
+                }
+            }
+        };
+        if (200..300).contains(&status) {
+            return match parse_completion(&text) {
+                Ok(t) => Attempt::Done(t),
+                Err(message) => Attempt::Fail(ChatError::Malformed { message }),
+            };
+        }
+        let error = ChatError::Status {
+            status,
+            attempts,
+            body: snippet(&text),
+        };
+        if status == 429 || status >= 500 {
+            Attempt::Retry {
+                error,
+                after: retry_after,
+            }
+        } else {
+            Attempt::Fail(error)
+        }
+    }
+}
+
+/// `Retry-After` in seconds (integer or decimal). An HTTP date is ignored: the computed backoff
+/// applies instead.
+fn parse_retry_after(v: &str) -> Option<Duration> {
+    let secs: f64 = v.trim().parse().ok()?;
+    (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs.min(1e6)))
+}
+
+/// The first choice's message content of a chat-completions body.
+pub fn parse_completion(body: &str) -> Result<String, String> {
+    let v: Value = serde_json::from_str(body)
+        .map_err(|e| format!("body is not JSON ({e}): {}", snippet(body)))?;
+    let choice = v
+        .get("choices")
+        .and_then(|c| c.get(0))
+        .ok_or_else(|| format!("no `choices[0]` in the body: {}", snippet(body)))?;
+    match choice.get("message").and_then(|m| m.get("content")) {
+        Some(Value::String(s)) => Ok(s.clone()),
+        _ => Err(format!(
+            "no string `choices[0].message.content` in the body: {}",
+            snippet(body)
+        )),
+    }
+}
+
+/// The start of a body, for error messages.
+fn snippet(text: &str) -> String {
+    let t = text.trim();
+    match t.char_indices().nth(200) {
+        Some((i, _)) => format!("{}…", &t[..i]),
+        None => t.to_string(),
+    }
+}
+
+fn is_loopback(url: &str) -> bool {
+    let rest = url
+        .strip_prefix("http://")
+        .or_else(|| url.strip_prefix("https://"))
+        .unwrap_or(url);
+    let authority = rest.split('/').next().unwrap_or("");
+    let host = match authority.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or(""),
+        None => authority.split(':').next().unwrap_or(""),
+    };
+    host == "localhost"
+        || host == "::1"
+        || host
+            .parse::<std::net::Ipv4Addr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_completions_and_rejects_the_rest() {
+        let ok = r#"{"choices":[{"message":{"role":"assistant","content":"hi"}}]}"#;
+        assert_eq!(parse_completion(ok).unwrap(), "hi");
+        assert!(parse_completion("{not json")
+            .unwrap_err()
+            .contains("not JSON"));
+        assert!(parse_completion(r#"{"choices":[]}"#).is_err());
+        assert!(parse_completion(r#"{"choices":[{"message":{"content":null}}]}"#).is_err());
+    }
+
+    #[test]
+    fn retry_after_and_loopback() {
+        assert_eq!(parse_retry_after("2"), Some(Duration::from_secs(2)));
+        assert_eq!(parse_retry_after(" 0.5 "), Some(Duration::from_millis(500)));
+        assert_eq!(parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT"), None);
+        assert!(is_loopback("http://127.0.0.1:8080/v1"));
+        assert!(is_loopback("http://localhost/v1"));
+        assert!(is_loopback("http://[::1]:9/v1"));
+        assert!(!is_loopback("https://api.example.com/v1"));
+    }
+
+    #[test]
+    fn backoff_doubles_and_caps() {
+        let client = ChatClient::new(ChatConfig {
+            base_url: "http://127.0.0.1:9/v1/".into(),
+            model_name: "m".into(),
+            api_key: None,
+            timeout: Duration::from_secs(1),
+            max_retries: 3,
+            backoff: Duration::from_millis(100),
+            max_backoff: Duration::from_millis(350),
+        });
+        assert_eq!(client.url(), "http://127.0.0.1:9/v1/chat/completions");
+        assert_eq!(client.backoff(1), Duration::from_millis(100));
+        assert_eq!(client.backoff(2), Duration::from_millis(200));
+        assert_eq!(client.backoff(3), Duration::from_millis(350));
+    }
+}

@@ -1,0 +1,66 @@
+//! Runs untrusted test code — tests that a model wrote — and reports exactly what happened.
+//!
+//! This is the runner behind `clover sandbox-run`, and the library other stages (calibrate)
+//! call to run ground truths. One [`Sandbox`] per process runs [`RunSpec`]s, concurrently if
+//! the caller likes, and returns a [`RunOutput`] for each.
+//!
+//! # Isolation
+//!
+//! Each run gets new user, mount, pid, network, IPC, UTS and cgroup namespaces and its own
+//! root: a tmpfs with read-only binds of `/usr`, `/lib*`, `/bin`, `/sbin`, a handful of
+//! `/etc` files, and whatever the caller binds (a virtual environment, the interpreter prefix
+//! it points to, a compiler tree), all at their host paths; a fresh `/proc`, a minimal `/dev`,
+//! a sized tmpfs on `/tmp` (which holds `HOME`). The repository appears at its host path as
+//! an overlay whose lower layer is the repository itself and whose upper layer is a sized
+//! tmpfs thrown away with the run (a copy into a tmpfs where overlayfs is unavailable): the
+//! repository is never written. The payload runs as uid/gid 65534 mapped to a private
+//! non-zero host uid, with no capabilities, `no_new_privs`, a parent-death signal, no
+//! inherited descriptors, its own session, a clean environment (`PATH`, `HOME`, `TZ=UTC`,
+//! `LC_ALL=C.UTF-8`, `PYTHONHASHSEED=0`, `PYTHONDONTWRITEBYTECODE=1`, plus the caller's), no
+//! network but its own loopback, and no way to create further user namespaces.
+//!
+//! # Limits
+//!
+//! Wall clock (the whole pid namespace is killed), memory and process count (cgroup v2, v1
+//! where that is what the host has, rlimits otherwise), CPU time, file size and open files
+//! (rlimits), tmpfs and overlay sizes, and output: stdout and stderr are read while the run
+//! goes and only their head and tail are kept ([`Captured`]). [`RunOutput::limit_hit`] says
+//! which limit ended a run. When the payload exits, whatever it left running is killed.
+//!
+//! # Reports
+//!
+//! Files named in [`RunSpec::collect`] are read back from the run's view after every
+//! process of the run is gone, without following any symlink, up to a size cap. [`report`]
+//! parses them: JUnit XML as pytest (xunit1 and xunit2), GoogleTest and ctest write it, and
+//! Cobertura XML as coverage.py and gcovr write it. [`pytest`] and [`gtest`] put it together
+//! for the two kinds of repository clover knows, including the cross-check of exit code and
+//! report (a crash writes no XML and is a crash, not "0 tests, passed").
+//!
+//! # What it deliberately does not do
+//!
+//! - It needs root on the host (to map host uid 0 for building the root); it never falls back
+//!   to running anything unsandboxed.
+//! - It does not decide what to run: building the command, choosing node ids and judging
+//!   answers belong to the callers. It does not read or write JSON Lines records except in
+//!   its binary.
+//! - It does not scrape logs for results: outcomes come from reports and exit statuses only.
+//! - It does not defend against kernel bugs; it is a namespace sandbox, not a VM.
+
+mod capture;
+mod error;
+mod fs;
+pub mod gtest;
+mod limits;
+pub mod pytest;
+pub mod report;
+mod sandbox;
+mod spawn;
+mod spec;
+
+pub use capture::Captured;
+pub use error::SandboxError;
+pub use sandbox::Sandbox;
+pub use spec::{
+    Collected, CollectedFile, ExitStatus, LimitBackend, Limits, RepoView, RunOutput, RunSpec,
+    WriteFile,
+};

@@ -1,0 +1,302 @@
+//! Memory and process limits through cgroups (v2, else v1), rlimits for the rest, and the
+//! clean-up of cgroups left by crashed runs.
+
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::spec::{LimitBackend, Limits};
+
+/// Every cgroup this crate creates is named `<PREFIX><pid>-<seq>`, so one left behind by a
+/// crashed process can be recognized and removed.
+const PREFIX: &str = "clover-sbx-";
+
+/// Where per-run cgroups are created, found once per [`crate::Sandbox`].
+#[derive(Debug, Clone)]
+pub(crate) enum Cgroups {
+    V2 { base: PathBuf },
+    V1 { memory: PathBuf, pids: PathBuf },
+    None,
+}
+
+impl Cgroups {
+    pub(crate) fn backend(&self) -> LimitBackend {
+        match self {
+            Cgroups::V2 { .. } => LimitBackend::CgroupV2,
+            Cgroups::V1 { .. } => LimitBackend::CgroupV1,
+            Cgroups::None => LimitBackend::Rlimits,
+        }
+    }
+
+    /// Finds a writable place for per-run cgroups: below our own cgroup when we may create
+    /// children there, else below the hierarchy's root.
+    pub(crate) fn detect() -> Cgroups {
+        let mounts = fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+        let own = fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
+        if let Some(base) = detect_v2(&mounts, &own) {
+            return Cgroups::V2 { base };
+        }
+        let memory = v1_base(&mounts, &own, "memory");
+        let pids = v1_base(&mounts, &own, "pids");
+        match (memory, pids) {
+            (Some(memory), Some(pids)) => Cgroups::V1 { memory, pids },
+            _ => Cgroups::None,
+        }
+    }
+
+    /// The directories per-run cgroups are created in.
+    fn bases(&self) -> Vec<&Path> {
+        match self {
+            Cgroups::V2 { base } => vec![base],
+            Cgroups::V1 { memory, pids } => vec![memory, pids],
+            Cgroups::None => vec![],
+        }
+    }
+
+    /// Removes cgroups whose creating process is gone (killing what is still in them).
+    pub(crate) fn remove_stale(&self) {
+        for base in self.bases() {
+            let Ok(entries) = fs::read_dir(base) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                let name = entry.file_name();
+                let Some(rest) = name.to_str().and_then(|n| n.strip_prefix(PREFIX)) else {
+                    continue;
+                };
+                let Some(pid) = rest.split('-').next().and_then(|p| p.parse::<i32>().ok()) else {
+                    continue;
+                };
+                if Path::new(&format!("/proc/{pid}")).exists() {
+                    continue;
+                }
+                let dir = entry.path();
+                kill_all(&dir);
+                let _ = remove_dir_retrying(&dir);
+            }
+        }
+    }
+
+    /// Creates the cgroups of one run and writes its limits into them.
+    pub(crate) fn create(&self, seq: u64, limits: &Limits) -> io::Result<RunCgroup> {
+        let name = format!("{PREFIX}{}-{seq}", std::process::id());
+        let mut run = RunCgroup {
+            kind: self.clone(),
+            dirs: Vec::new(),
+        };
+        for base in self.bases() {
+            let dir = base.join(&name);
+            fs::create_dir(&dir)?;
+            run.dirs.push(dir);
+        }
+        let mem = limits.memory_bytes.to_string();
+        let pids = limits.pids.to_string();
+        match self {
+            Cgroups::V2 { .. } => {
+                let d = &run.dirs[0];
+                fs::write(d.join("memory.max"), &mem)?;
+                // Swap would let a run exceed its memory limit unseen.
+                let _ = fs::write(d.join("memory.swap.max"), "0");
+                fs::write(d.join("pids.max"), &pids)?;
+            }
+            Cgroups::V1 { .. } => {
+                let m = &run.dirs[0];
+                fs::write(m.join("memory.limit_in_bytes"), &mem)?;
+                let memsw = m.join("memory.memsw.limit_in_bytes");
+                if memsw.exists() {
+                    fs::write(memsw, &mem)?;
+                }
+                fs::write(run.dirs[1].join("pids.max"), &pids)?;
+            }
+            Cgroups::None => {}
+        }
+        Ok(run)
+    }
+}
+
+fn detect_v2(mounts: &str, own: &str) -> Option<PathBuf> {
+    let mount = mounts.lines().find_map(|l| {
+        let (_, post) = l.split_once(" - ")?;
+        let fstype = post.split_whitespace().next()?;
+        (fstype == "cgroup2").then(|| l.split_whitespace().nth(4).map(PathBuf::from))?
+    })?;
+    let path = own.lines().find_map(|l| l.strip_prefix("0::"))?;
+    let base = mount.join(path.trim_start_matches('/'));
+    let controllers = fs::read_to_string(base.join("cgroup.subtree_control")).ok()?;
+    let has = |c: &str| controllers.split_whitespace().any(|x| x == c);
+    (has("memory") && has("pids")).then_some(base)
+}
+
+fn v1_base(mounts: &str, own: &str, controller: &str) -> Option<PathBuf> {
+    let mount = mounts.lines().find_map(|l| {
+        let (_, post) = l.split_once(" - ")?;
+        let mut it = post.split_whitespace();
+        if it.next()? != "cgroup" {
+            return None;
+        }
+        let super_opts = it.nth(1)?;
+        super_opts
+            .split(',')
+            .any(|o| o == controller)
+            .then(|| l.split_whitespace().nth(4).map(PathBuf::from))?
+    })?;
+    let path = own.lines().find_map(|l| {
+        let mut parts = l.splitn(3, ':');
+        let _id = parts.next()?;
+        let ctrls = parts.next()?;
+        let path = parts.next()?;
+        ctrls.split(',').any(|c| c == controller).then_some(path)
+    })?;
+    // Prefer a child of our own cgroup (it counts against our own limits and is cleaned up
+    // with it); fall back to the hierarchy's root.
+    let own_dir = mount.join(path.trim_start_matches('/'));
+    [own_dir, mount].into_iter().find(|d| probe_writable(d))
+}
+
+fn probe_writable(dir: &Path) -> bool {
+    let probe = dir.join(format!("{PREFIX}{}-probe", std::process::id()));
+    match fs::create_dir(&probe) {
+        Ok(()) => fs::remove_dir(&probe).is_ok(),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => true,
+        Err(_) => false,
+    }
+}
+
+fn kill_all(dir: &Path) {
+    if let Ok(procs) = fs::read_to_string(dir.join("cgroup.procs")) {
+        for pid in procs.lines().filter_map(|p| p.trim().parse::<i32>().ok()) {
+            // SAFETY: kill has no memory effects.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+    }
+}
+
+fn remove_dir_retrying(dir: &Path) -> io::Result<()> {
+    // A cgroup is busy until the kernel has released its last exited task, which lags the
+    // reaping of the process by a little.
+    let mut last = Ok(());
+    for i in 0..200 {
+        match fs::remove_dir(dir) {
+            Ok(()) => return Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => last = Err(e),
+        }
+        std::thread::sleep(Duration::from_micros(200 * (i + 1).min(10)));
+    }
+    last
+}
+
+/// The cgroups of one run; removed on drop.
+#[derive(Debug)]
+pub(crate) struct RunCgroup {
+    kind: Cgroups,
+    dirs: Vec<PathBuf>,
+}
+
+/// What the cgroups counted during a run.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct CgroupStats {
+    pub(crate) oom_kills: u64,
+    pub(crate) pids_max_hits: u64,
+    pub(crate) peak_memory: Option<u64>,
+}
+
+impl RunCgroup {
+    /// Moves `pid` (and so everything it starts) into the run's cgroups.
+    pub(crate) fn attach(&self, pid: i32) -> io::Result<()> {
+        for d in &self.dirs {
+            fs::write(d.join("cgroup.procs"), pid.to_string())?;
+        }
+        Ok(())
+    }
+
+    pub(crate) fn stats(&self) -> CgroupStats {
+        let read = |p: PathBuf| fs::read_to_string(p).unwrap_or_default();
+        let field = |text: &str, key: &str| -> u64 {
+            text.lines()
+                .find_map(|l| l.strip_prefix(key)?.trim().parse().ok())
+                .unwrap_or(0)
+        };
+        match &self.kind {
+            Cgroups::V2 { .. } => {
+                let d = &self.dirs[0];
+                CgroupStats {
+                    oom_kills: field(&read(d.join("memory.events")), "oom_kill "),
+                    pids_max_hits: field(&read(d.join("pids.events")), "max "),
+                    peak_memory: read(d.join("memory.peak")).trim().parse().ok(),
+                }
+            }
+            Cgroups::V1 { .. } => {
+                let m = &self.dirs[0];
+                let oom = read(m.join("memory.oom_control"));
+                CgroupStats {
+                    oom_kills: field(&oom, "oom_kill "),
+                    pids_max_hits: field(&read(self.dirs[1].join("pids.events")), "max "),
+                    peak_memory: read(m.join("memory.max_usage_in_bytes"))
+                        .trim()
+                        .parse()
+                        .ok(),
+                }
+            }
+            Cgroups::None => CgroupStats::default(),
+        }
+    }
+}
+
+impl Drop for RunCgroup {
+    fn drop(&mut self) {
+        for d in &self.dirs {
+            kill_all(d);
+            let _ = remove_dir_retrying(d);
+        }
+    }
+}
+
+/// The rlimits of the payload: the per-process limits always, plus memory and process count
+/// when no cgroup enforces them.
+pub(crate) fn rlimits(
+    limits: &Limits,
+    backend: LimitBackend,
+) -> Vec<(libc::__rlimit_resource_t, u64, u64)> {
+    let mut v = vec![
+        (libc::RLIMIT_CPU, limits.cpu_secs, limits.cpu_secs + 1),
+        (
+            libc::RLIMIT_FSIZE,
+            limits.file_size_bytes,
+            limits.file_size_bytes,
+        ),
+        (libc::RLIMIT_NOFILE, limits.open_files, limits.open_files),
+        (libc::RLIMIT_CORE, 0, 0),
+        // Each run has its own host uid, so this counts the run's processes only.
+        (libc::RLIMIT_NPROC, limits.pids, limits.pids),
+    ];
+    if backend == LimitBackend::Rlimits {
+        v.push((libc::RLIMIT_AS, limits.memory_bytes, limits.memory_bytes));
+    }
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MOUNTS: &str = "\
+30 25 0:26 / /sys/fs/cgroup/memory rw,relatime shared:9 - cgroup cgroup rw,memory
+31 25 0:27 / /sys/fs/cgroup/pids rw,relatime shared:10 - cgroup cgroup rw,pids
+32 25 0:28 / /sys/fs/cgroup/unified rw,relatime shared:11 - cgroup2 cgroup2 rw
+";
+
+    #[test]
+    fn v1_mount_and_own_path_are_found() {
+        let own = "8:pids:/\n4:memory:/process_api/abc\n0::/\n";
+        // The probe fails outside a real hierarchy, so only the parsing is checked here.
+        let m = MOUNTS.lines().find(|l| l.contains("memory")).unwrap();
+        assert!(m.split_once(" - ").unwrap().1.contains("memory"));
+        assert_eq!(
+            own.lines().find_map(|l| l.strip_prefix("4:memory:")),
+            Some("/process_api/abc")
+        );
+        assert!(v1_base("", own, "memory").is_none());
+    }
+}

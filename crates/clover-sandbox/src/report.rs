@@ -1,0 +1,464 @@
+//! Parsers of the reports test runs write: JUnit XML (pytest xunit1/xunit2, GoogleTest,
+//! `ctest --output-junit`) and Cobertura XML (coverage.py, gcovr).
+//!
+//! Written here rather than taken from a crate because the dialects differ in ways that
+//! matter to a verdict: GoogleTest marks disabled tests `status="notrun" result="suppressed"`
+//! and writes one `<failure>` per failed assertion, splitting CDATA at `]]>`; ctest's root is
+//! a bare `<testsuite>`; pytest reports a test twice when its call fails and its teardown
+//! errors; coverage.py may write an empty `<source>` with repository-relative file names.
+
+use std::collections::BTreeMap;
+use std::path::{Component, Path, PathBuf};
+
+use clover_protocol::{FileCoverage, LineRanges, TestCase, TestOutcome};
+use quick_xml::events::{BytesStart, Event};
+use quick_xml::Reader;
+
+/// A report that could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    #[error("malformed XML at byte {position}: {source}")]
+    Xml {
+        position: u64,
+        #[source]
+        source: quick_xml::Error,
+    },
+    #[error("not a {expected} report: the root element is <{found}>")]
+    WrongRoot {
+        expected: &'static str,
+        found: String,
+    },
+    #[error("empty report: no root element")]
+    Empty,
+    #[error("truncated report: it ends inside <{0}>")]
+    Truncated(String),
+}
+
+fn xml_err(reader: &Reader<&[u8]>, source: quick_xml::Error) -> ReportError {
+    ReportError::Xml {
+        position: reader.error_position(),
+        source,
+    }
+}
+
+fn attr(reader: &Reader<&[u8]>, e: &BytesStart, key: &[u8]) -> Result<Option<String>, ReportError> {
+    for a in e.attributes().with_checks(false) {
+        let a = a.map_err(|err| xml_err(reader, err.into()))?;
+        if a.key.as_ref() == key {
+            let v = a.unescape_value().map_err(|err| xml_err(reader, err))?;
+            return Ok(Some(v.into_owned()));
+        }
+    }
+    Ok(None)
+}
+
+/// Merges what one `<failure>`, `<error>` or `<skipped>` said.
+#[derive(Debug, Default)]
+struct Problem {
+    message: Option<String>,
+    text: String,
+}
+
+impl Problem {
+    fn render(&self) -> String {
+        let text = self.text.trim();
+        match self.message.as_deref().map(str::trim) {
+            Some(m) if !m.is_empty() => {
+                // GoogleTest repeats the message as the text; pytest puts the traceback there.
+                if text.is_empty() || text == m {
+                    m.to_string()
+                } else {
+                    format!("{m}\n{text}")
+                }
+            }
+            _ => text.to_string(),
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct Case {
+    name: String,
+    classname: String,
+    time: f64,
+    notrun: bool,
+    failures: Vec<Problem>,
+    errors: Vec<Problem>,
+    skipped: Vec<Problem>,
+}
+
+impl Case {
+    fn outcome(&self) -> TestOutcome {
+        if !self.failures.is_empty() {
+            TestOutcome::Failed
+        } else if !self.errors.is_empty() {
+            TestOutcome::Error
+        } else if !self.skipped.is_empty() || self.notrun {
+            TestOutcome::Skipped
+        } else {
+            TestOutcome::Passed
+        }
+    }
+
+    fn into_test_case(self) -> TestCase {
+        let outcome = self.outcome();
+        let parts: Vec<String> = self
+            .failures
+            .iter()
+            .chain(&self.errors)
+            .chain(if outcome == TestOutcome::Skipped {
+                &self.skipped[..]
+            } else {
+                &[]
+            })
+            .map(Problem::render)
+            .filter(|m| !m.is_empty())
+            .collect();
+        TestCase {
+            name: self.name,
+            classname: self.classname,
+            outcome,
+            message: (!parts.is_empty()).then(|| parts.join("\n\n")),
+            duration_secs: self.time,
+        }
+    }
+}
+
+/// Reads the test cases of a JUnit XML report, in report order.
+///
+/// A test reported twice in a row (pytest: the call failed and the teardown errored) comes
+/// out once: failed, with both messages. Disabled GoogleTest tests and ctest's `notrun` tests
+/// are skipped ones. A report with no test cases is valid and yields none: whether that means
+/// "nothing ran" or "crashed" is the caller's cross-check with the exit status.
+pub fn parse_junit(xml: &[u8]) -> Result<Vec<TestCase>, ReportError> {
+    let mut reader = Reader::from_reader(xml);
+    reader.config_mut().check_end_names = true;
+    let mut buf = Vec::new();
+    let mut cases: Vec<Case> = Vec::new();
+    let mut current: Option<Case> = None;
+    // Which child of <testcase> text goes to: 0 failure, 1 error, 2 skipped.
+    let mut problem: Option<u8> = None;
+    let mut seen_root = false;
+    let mut open: Vec<Vec<u8>> = Vec::new();
+    loop {
+        let ev = reader
+            .read_event_into(&mut buf)
+            .map_err(|e| xml_err(&reader, e))?;
+        match ev {
+            Event::Start(ref e) | Event::Empty(ref e) => {
+                let empty = matches!(ev, Event::Empty(_));
+                let name = e.name().as_ref().to_vec();
+                if !empty {
+                    open.push(name.clone());
+                }
+                if !seen_root {
+                    seen_root = true;
+                    if name != b"testsuites" && name != b"testsuite" {
+                        return Err(ReportError::WrongRoot {
+                            expected: "JUnit XML",
+                            found: String::from_utf8_lossy(&name).into_owned(),
+                        });
+                    }
+                }
+                match name.as_slice() {
+                    b"testcase" => {
+                        let status = attr(&reader, e, b"status")?;
+                        let result = attr(&reader, e, b"result")?;
+                        let case = Case {
+                            name: attr(&reader, e, b"name")?.unwrap_or_default(),
+                            classname: attr(&reader, e, b"classname")?.unwrap_or_default(),
+                            time: attr(&reader, e, b"time")?
+                                .and_then(|t| t.trim().parse().ok())
+                                .unwrap_or(0.0),
+                            notrun: status.as_deref() == Some("notrun")
+                                || matches!(result.as_deref(), Some("suppressed" | "skipped")),
+                            ..Case::default()
+                        };
+                        if empty {
+                            cases.push(case);
+                        } else {
+                            current = Some(case);
+                        }
+                    }
+                    b"failure" | b"error" | b"skipped" if current.is_some() => {
+                        let kind = match name.as_slice() {
+                            b"failure" => 0,
+                            b"error" => 1,
+                            _ => 2,
+                        };
+                        let p = Problem {
+                            message: attr(&reader, e, b"message")?,
+                            text: String::new(),
+                        };
+                        problems(current.as_mut().expect("checked"), kind).push(p);
+                        if !empty {
+                            problem = Some(kind);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            Event::End(ref e) => {
+                open.pop();
+                match e.name().as_ref() {
+                    b"testcase" => {
+                        if let Some(c) = current.take() {
+                            cases.push(c);
+                        }
+                        problem = None;
+                    }
+                    b"failure" | b"error" | b"skipped" => problem = None,
+                    _ => {}
+                }
+            }
+            Event::Text(ref t) => {
+                if let (Some(k), Some(c)) = (problem, current.as_mut()) {
+                    let s = t.unescape().map_err(|e| xml_err(&reader, e))?;
+                    push_text(c, k, &s);
+                }
+            }
+            Event::CData(ref t) => {
+                if let (Some(k), Some(c)) = (problem, current.as_mut()) {
+                    let s = String::from_utf8_lossy(t.as_ref()).into_owned();
+                    push_text(c, k, &s);
+                }
+            }
+            Event::Eof => break,
+            _ => {}
+        }
+        buf.clear();
+    }
+    if !seen_root {
+        return Err(ReportError::Empty);
+    }
+    if let Some(name) = open.last() {
+        return Err(ReportError::Truncated(
+            String::from_utf8_lossy(name).into_owned(),
+        ));
+    }
+    Ok(merge_repeats(cases))
+}
+
+fn problems(c: &mut Case, kind: u8) -> &mut Vec<Problem> {
+    match kind {
+        0 => &mut c.failures,
+        1 => &mut c.errors,
+        _ => &mut c.skipped,
+    }
+}
+
+fn push_text(c: &mut Case, kind: u8, s: &str) {
+    if let Some(p) = problems(c, kind).last_mut() {
+        p.text.push_str(s);
+    }
+}
+
+fn merge_repeats(cases: Vec<Case>) -> Vec<TestCase> {
+    let mut out: Vec<Case> = Vec::with_capacity(cases.len());
+    for c in cases {
+        match out.last_mut() {
+            Some(prev) if prev.name == c.name && prev.classname == c.classname => {
+                prev.time += c.time;
+                prev.failures.extend(c.failures);
+                prev.errors.extend(c.errors);
+                prev.skipped.extend(c.skipped);
+                prev.notrun &= c.notrun;
+            }
+            _ => out.push(c),
+        }
+    }
+    out.into_iter().map(Case::into_test_case).collect()
+}
+
+/// Reads the covered lines (hits > 0) per file of a Cobertura XML report, with paths made
+/// relative to `repo` (the repository's path as the run saw it, which is its host path).
+///
+/// A relative file name is resolved against the report's `<source>` elements (the first whose
+/// result exists, else the first), an empty or relative source against `repo`. Files outside
+/// the repository (the standard library, site-packages, system headers) are left out.
+pub fn parse_cobertura(xml: &[u8], repo: &Path) -> Result<Vec<FileCoverage>, ReportError> {
+    let mut reader = Reader::from_reader(xml);
+    reader.config_mut().check_end_names = true;
+    let mut buf = Vec::new();
+    let mut sources: Vec<String> = Vec::new();
+    let mut in_source = false;
+    let mut source_text = String::new();
+    let mut seen_root = false;
+    // filename → covered lines; resolved once all <source>s are known.
+    let mut files: BTreeMap<String, Vec<u32>> = BTreeMap::new();
+    let mut current: Option<String> = None;
+    let mut open: Vec<Vec<u8>> = Vec::new();
+    loop {
+        let ev = reader
+            .read_event_into(&mut buf)
+            .map_err(|e| xml_err(&reader, e))?;
+        match ev {
+            Event::Start(ref e) | Event::Empty(ref e) => {
+                let empty = matches!(ev, Event::Empty(_));
+                let name = e.name().as_ref().to_vec();
+                if !empty {
+                    open.push(name.clone());
+                }
+                if !seen_root {
+                    seen_root = true;
+                    if name != b"coverage" {
+                        return Err(ReportError::WrongRoot {
+                            expected: "Cobertura",
+                            found: String::from_utf8_lossy(&name).into_owned(),
+                        });
+                    }
+                }
+                match name.as_slice() {
+                    b"source" => {
+                        if empty {
+                            sources.push(String::new());
+                        } else {
+                            in_source = true;
+                            source_text.clear();
+                        }
+                    }
+                    b"class" => {
+                        let f = attr(&reader, e, b"filename")?.unwrap_or_default();
+                        files.entry(f.clone()).or_default();
+                        if !empty {
+                            current = Some(f);
+                        }
+                    }
+                    b"line" => {
+                        if let Some(f) = &current {
+                            let number = attr(&reader, e, b"number")?.and_then(|n| n.parse().ok());
+                            let hits: u64 = attr(&reader, e, b"hits")?
+                                .and_then(|h| h.parse().ok())
+                                .unwrap_or(0);
+                            if let (Some(n), true) = (number, hits > 0) {
+                                files.get_mut(f).expect("entry made").push(n);
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            Event::End(ref e) => {
+                open.pop();
+                match e.name().as_ref() {
+                    b"source" => {
+                        in_source = false;
+                        sources.push(source_text.trim().to_string());
+                    }
+                    b"class" => current = None,
+                    _ => {}
+                }
+            }
+            Event::Text(ref t) if in_source => {
+                let s = t.unescape().map_err(|e| xml_err(&reader, e))?;
+                source_text.push_str(&s);
+            }
+            Event::Eof => break,
+            _ => {}
+        }
+        buf.clear();
+    }
+    if !seen_root {
+        return Err(ReportError::Empty);
+    }
+    if let Some(name) = open.last() {
+        return Err(ReportError::Truncated(
+            String::from_utf8_lossy(name).into_owned(),
+        ));
+    }
+    let mut merged: BTreeMap<String, Vec<u32>> = BTreeMap::new();
+    for (filename, lines) in files {
+        if let Some(rel) = resolve(&filename, &sources, repo) {
+            merged.entry(rel).or_default().extend(lines);
+        }
+    }
+    Ok(merged
+        .into_iter()
+        .map(|(path, lines)| FileCoverage {
+            path,
+            lines: LineRanges::from_lines(lines),
+        })
+        .collect())
+}
+
+fn resolve(filename: &str, sources: &[String], repo: &Path) -> Option<String> {
+    let f = Path::new(filename);
+    let candidates: Vec<PathBuf> = if f.is_absolute() {
+        vec![f.to_path_buf()]
+    } else if sources.is_empty() {
+        vec![repo.join(f)]
+    } else {
+        sources.iter().map(|s| repo.join(s).join(f)).collect()
+    };
+    let pick = candidates
+        .iter()
+        .find(|c| c.exists())
+        .or(candidates.first())?;
+    let normal = normalize(pick);
+    let rel = normal.strip_prefix(repo).ok()?;
+    Some(rel.to_string_lossy().into_owned())
+}
+
+/// Removes `.` and resolves `..` lexically (reports are read after the run, when the files
+/// they name may be gone, so no canonicalization).
+fn normalize(p: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in p.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn minimal_junit_and_wrong_roots() {
+        let t =
+            parse_junit(br#"<testsuite><testcase name="a" classname="m" time="0.5"/></testsuite>"#)
+                .unwrap();
+        assert_eq!(t.len(), 1);
+        assert_eq!(t[0].outcome, TestOutcome::Passed);
+        assert_eq!(t[0].duration_secs, 0.5);
+        assert!(matches!(
+            parse_junit(b"<coverage/>"),
+            Err(ReportError::WrongRoot { .. })
+        ));
+        assert!(matches!(parse_junit(b""), Err(ReportError::Empty)));
+        assert!(matches!(
+            parse_junit(b"<testsuite><testcase>"),
+            Err(ReportError::Truncated(_))
+        ));
+        assert!(matches!(
+            parse_junit(b"<testsuite></x>"),
+            Err(ReportError::Xml { .. })
+        ));
+    }
+
+    #[test]
+    fn paths_resolve_against_sources_and_repo() {
+        let repo = Path::new("/r");
+        let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            resolve("a.py", &s(&["/r/src"]), repo).as_deref(),
+            Some("src/a.py")
+        );
+        assert_eq!(
+            resolve("src/a.py", &s(&[""]), repo).as_deref(),
+            Some("src/a.py")
+        );
+        assert_eq!(
+            resolve("src/a.py", &s(&["."]), repo).as_deref(),
+            Some("src/a.py")
+        );
+        assert_eq!(resolve("/usr/lib/x.py", &s(&[]), repo), None);
+        assert_eq!(resolve("../x.py", &s(&["."]), repo), None);
+    }
+}

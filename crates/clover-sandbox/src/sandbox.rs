@@ -1,0 +1,411 @@
+//! [`Sandbox`]: one per process, shared by all runs (it is `Sync`; runs may go in parallel).
+
+use std::collections::BTreeMap;
+use std::ffi::{OsStr, OsString};
+use std::fs::OpenOptions;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+use clover_protocol::LimitHit;
+
+use crate::error::SandboxError;
+use crate::fs::{self as sfs, Layout, HOME};
+use crate::limits::{rlimits, CgroupStats, Cgroups};
+use crate::spawn::{self, cstring, ChildPlan, StartError};
+use crate::spec::{CollectedFile, ExitStatus, LimitBackend, Limits, RepoView, RunOutput, RunSpec};
+
+/// Host uids handed to runs start here: far above the uids of real accounts and of the usual
+/// subordinate-uid ranges, and each run gets its own so RLIMIT_NPROC counts only that run.
+const HOST_UID_BASE: u32 = 0x7000_0000;
+const HOST_UID_SPAN: u64 = 0x0800_0000;
+
+const DEFAULT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+
+/// Runs commands in sandboxes. Create one per process with [`Sandbox::new`].
+#[derive(Debug)]
+pub struct Sandbox {
+    mount_dir: PathBuf,
+    cgroups: Cgroups,
+    overlay_unavailable: AtomicBool,
+}
+
+/// Numbers the runs of this process, across every [`Sandbox`] in it: cgroup names and host
+/// uids derive from it and must not repeat.
+static RUN_SEQ: AtomicU64 = AtomicU64::new(0);
+
+impl Sandbox {
+    /// Checks that runs are possible (root), finds the cgroup hierarchy to use and removes
+    /// cgroups left behind by crashed runs.
+    pub fn new() -> Result<Sandbox, SandboxError> {
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            return Err(SandboxError::NotRoot);
+        }
+        let mount_dir = std::env::temp_dir().join("clover-sandbox-mnt");
+        std::fs::create_dir_all(&mount_dir)
+            .and_then(|()| {
+                std::fs::set_permissions(&mount_dir, std::fs::Permissions::from_mode(0o700))
+            })
+            .map_err(|e| SandboxError::io("creating", &mount_dir, e))?;
+        let cgroups = Cgroups::detect();
+        cgroups.remove_stale();
+        Ok(Sandbox {
+            mount_dir,
+            cgroups,
+            overlay_unavailable: AtomicBool::new(false),
+        })
+    }
+
+    /// What enforces memory and process limits on this host.
+    pub fn limit_backend(&self) -> LimitBackend {
+        self.cgroups.backend()
+    }
+
+    /// Runs `spec` to the end. A payload that fails, crashes or hits a limit is an `Ok`; an
+    /// `Err` means the run could not be carried out (bad spec, host problem, command missing).
+    pub fn run(&self, spec: &RunSpec) -> Result<RunOutput, SandboxError> {
+        if spec.argv.is_empty() {
+            return Err(SandboxError::InvalidSpec("the command is empty".into()));
+        }
+        sfs::check_relative("working directory", &spec.workdir)?;
+        for f in &spec.files {
+            sfs::check_relative("file", &f.path)?;
+            if f.path.file_name().is_none() {
+                return Err(SandboxError::InvalidSpec(format!(
+                    "file {} has no file name",
+                    f.path.display()
+                )));
+            }
+        }
+        for p in spec.writable_dirs.iter().chain(&spec.collect) {
+            sfs::check_relative("path", p)?;
+        }
+        let repo = spec
+            .repo
+            .canonicalize()
+            .map_err(|e| SandboxError::io("opening the repository", &spec.repo, e))?;
+        if !repo.is_dir() || repo == Path::new("/") {
+            return Err(SandboxError::InvalidSpec(format!(
+                "repository {} is not a directory below /",
+                repo.display()
+            )));
+        }
+        let binds = spec
+            .binds
+            .iter()
+            .map(|b| {
+                b.canonicalize()
+                    .map_err(|e| SandboxError::io("binding", b, e))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let overlay = !self.overlay_unavailable.load(Ordering::Relaxed) && sfs::overlay_safe(&repo);
+        if overlay {
+            match self.run_view(spec, &repo, &binds, RepoView::Overlay) {
+                Err(RunError::OverlayFailed) => {
+                    self.overlay_unavailable.store(true, Ordering::Relaxed);
+                }
+                other => return other.map_err(RunError::into_sandbox),
+            }
+        }
+        self.run_view(spec, &repo, &binds, RepoView::Copy)
+            .map_err(RunError::into_sandbox)
+    }
+
+    fn run_view(
+        &self,
+        spec: &RunSpec,
+        repo: &Path,
+        binds: &[PathBuf],
+        view: RepoView,
+    ) -> Result<RunOutput, RunError> {
+        let seq = RUN_SEQ.fetch_add(1, Ordering::Relaxed);
+        let host_uid =
+            HOST_UID_BASE + ((u64::from(std::process::id()) * 4099 + seq) % HOST_UID_SPAN) as u32;
+        let limits = &spec.limits;
+        let (ops, repo_op) = sfs::root_ops(&Layout {
+            mount_dir: &self.mount_dir,
+            repo,
+            binds,
+            view,
+            limits,
+        })?;
+        let plan = child_plan(spec, repo, ops, self.cgroups.backend())?;
+        let cgroup = self
+            .cgroups
+            .create(seq, limits)
+            .map_err(|e| SandboxError::Sys {
+                what: "creating the run's cgroups",
+                source: e,
+            })?;
+        let running = match spawn::start(&plan, host_uid, |pid| cgroup.attach(pid)) {
+            Ok(r) => r,
+            Err(StartError::Op(i, _)) if i == repo_op && view == RepoView::Overlay => {
+                return Err(RunError::OverlayFailed)
+            }
+            Err(StartError::Op(i, source)) => {
+                return Err(SandboxError::Setup {
+                    step: plan.ops[i].describe(),
+                    source,
+                }
+                .into())
+            }
+            Err(StartError::Other(e)) => return Err(e.into()),
+        };
+        let root = running.root();
+        let repo_inside = root.join(repo.strip_prefix("/").unwrap_or(repo));
+        let repo_fd = open_path(&repo_inside)?;
+        let tmp_fd = open_path(&root.join("tmp"))?;
+        if view == RepoView::Copy {
+            sfs::copy_tree(repo, &repo_inside)
+                .map_err(|e| SandboxError::io("copying the repository into", repo, e))?;
+        }
+        let fd = repo_fd.as_raw_fd();
+        for f in &spec.files {
+            sfs::write_beneath(fd, &f.path, &f.contents, host_uid)
+                .map_err(|e| SandboxError::io("writing", &f.path, e))?;
+        }
+        for d in std::iter::once(&spec.workdir).chain(&spec.writable_dirs) {
+            if !d.as_os_str().is_empty() {
+                sfs::make_writable(fd, d, host_uid)
+                    .map_err(|e| SandboxError::io("preparing", d, e))?;
+            }
+        }
+        let fin = running.run(limits.wall, limits.output_bytes)?;
+        if let Some(source) = fin.exec_error {
+            return Err(SandboxError::Exec {
+                program: spec.argv[0].to_string_lossy().into_owned(),
+                source,
+            }
+            .into());
+        }
+        let stats = cgroup.stats();
+        drop(cgroup);
+        let exit = match fin.payload_status {
+            Some(st) if libc::WIFEXITED(st) => ExitStatus::Code(libc::WEXITSTATUS(st)),
+            Some(st) if libc::WIFSIGNALED(st) => ExitStatus::Signal(libc::WTERMSIG(st)),
+            Some(_) => ExitStatus::Signal(libc::SIGKILL),
+            None => ExitStatus::Signal(fin.supervisor_signal.unwrap_or(libc::SIGKILL)),
+        };
+        let disk_full = [fd, tmp_fd.as_raw_fd()].iter().any(|&fd| {
+            sfs::fs_space(fd).is_some_and(|(free, size)| free <= (size / 100).max(64 * 1024))
+        });
+        let limit_hit = decide_limit(fin.timed_out, exit, &stats, fin.cpu_time, limits, disk_full);
+        let files = spec
+            .collect
+            .iter()
+            .map(|p| CollectedFile {
+                path: p.clone(),
+                content: sfs::read_beneath(fd, p, spec.collect_max_bytes),
+            })
+            .collect();
+        Ok(RunOutput {
+            exit,
+            limit_hit,
+            stdout: fin.stdout,
+            stderr: fin.stderr,
+            duration: fin.duration,
+            cpu_time: fin.cpu_time,
+            peak_memory_bytes: stats.peak_memory,
+            files,
+            repo_view: view,
+            limit_backend: self.cgroups.backend(),
+            host_uid,
+        })
+    }
+}
+
+#[derive(Debug)]
+enum RunError {
+    OverlayFailed,
+    Other(SandboxError),
+}
+
+impl From<SandboxError> for RunError {
+    fn from(e: SandboxError) -> Self {
+        RunError::Other(e)
+    }
+}
+
+impl RunError {
+    fn into_sandbox(self) -> SandboxError {
+        match self {
+            RunError::OverlayFailed => SandboxError::Setup {
+                step: "mount the repository overlay".into(),
+                source: std::io::Error::other("overlayfs is unavailable"),
+            },
+            RunError::Other(e) => e,
+        }
+    }
+}
+
+fn open_path(p: &Path) -> Result<OwnedFd, SandboxError> {
+    OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_PATH | libc::O_DIRECTORY)
+        .open(p)
+        .map(OwnedFd::from)
+        .map_err(|e| SandboxError::io("opening", p, e))
+}
+
+/// The environment: a fixed clean base, then the caller's additions.
+pub(crate) fn environment(extra: &[(OsString, OsString)]) -> BTreeMap<OsString, OsString> {
+    let mut env: BTreeMap<OsString, OsString> = [
+        ("PATH", DEFAULT_PATH),
+        ("HOME", HOME),
+        ("TMPDIR", "/tmp"),
+        ("USER", "nobody"),
+        ("LOGNAME", "nobody"),
+        ("TZ", "UTC"),
+        ("LC_ALL", "C.UTF-8"),
+        ("PYTHONHASHSEED", "0"),
+        ("PYTHONDONTWRITEBYTECODE", "1"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.into(), v.into()))
+    .collect();
+    for (k, v) in extra {
+        env.insert(k.clone(), v.clone());
+    }
+    env
+}
+
+fn child_plan(
+    spec: &RunSpec,
+    repo: &Path,
+    ops: Vec<spawn::Op>,
+    backend: LimitBackend,
+) -> Result<ChildPlan, SandboxError> {
+    let env = environment(&spec.env);
+    let argv0 = spec.argv[0].as_bytes();
+    let exec_candidates = if argv0.contains(&b'/') {
+        vec![cstring("command", argv0)?]
+    } else {
+        let path = env
+            .get(OsStr::new("PATH"))
+            .map_or(b"" as &[u8], |p| p.as_bytes());
+        path.split(|b| *b == b':')
+            .filter(|d| !d.is_empty())
+            .map(|d| {
+                let mut p = d.to_vec();
+                p.push(b'/');
+                p.extend_from_slice(argv0);
+                cstring("command", p)
+            })
+            .collect::<Result<_, _>>()?
+    };
+    Ok(ChildPlan {
+        ops,
+        workdir: cstring(
+            "working directory",
+            repo.join(&spec.workdir).as_os_str().as_bytes(),
+        )?,
+        exec_candidates,
+        argv: spec
+            .argv
+            .iter()
+            .map(|a| cstring("argument", a.as_bytes()))
+            .collect::<Result<_, _>>()?,
+        env: env
+            .iter()
+            .map(|(k, v)| {
+                let mut kv = k.as_bytes().to_vec();
+                kv.push(b'=');
+                kv.extend_from_slice(v.as_bytes());
+                cstring("environment variable", kv)
+            })
+            .collect::<Result<_, _>>()?,
+        rlimits: rlimits(&spec.limits, backend),
+    })
+}
+
+/// The limit that ended a run, judged from how it ended and what the cgroups counted.
+fn decide_limit(
+    timed_out: bool,
+    exit: ExitStatus,
+    stats: &CgroupStats,
+    cpu_time: Duration,
+    limits: &Limits,
+    disk_full: bool,
+) -> Option<LimitHit> {
+    if timed_out {
+        return Some(LimitHit::WallClock);
+    }
+    if stats.oom_kills > 0 {
+        return Some(LimitHit::Memory);
+    }
+    match exit {
+        ExitStatus::Signal(libc::SIGXCPU) => return Some(LimitHit::CpuTime),
+        ExitStatus::Signal(libc::SIGKILL) if cpu_time.as_secs() >= limits.cpu_secs => {
+            return Some(LimitHit::CpuTime)
+        }
+        ExitStatus::Signal(libc::SIGXFSZ) => return Some(LimitHit::FileSize),
+        _ => {}
+    }
+    if exit.success() {
+        return None;
+    }
+    if stats.pids_max_hits > 0 {
+        return Some(LimitHit::Pids);
+    }
+    if disk_full {
+        return Some(LimitHit::Disk);
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn limits_are_judged_in_order() {
+        let l = Limits::default();
+        let none = CgroupStats::default();
+        let oom = CgroupStats {
+            oom_kills: 1,
+            ..CgroupStats::default()
+        };
+        let z = Duration::ZERO;
+        let kill = ExitStatus::Signal(libc::SIGKILL);
+        assert_eq!(
+            decide_limit(true, kill, &oom, z, &l, false),
+            Some(LimitHit::WallClock)
+        );
+        assert_eq!(
+            decide_limit(false, kill, &oom, z, &l, false),
+            Some(LimitHit::Memory)
+        );
+        assert_eq!(
+            decide_limit(
+                false,
+                ExitStatus::Signal(libc::SIGXCPU),
+                &none,
+                z,
+                &l,
+                false
+            ),
+            Some(LimitHit::CpuTime)
+        );
+        assert_eq!(
+            decide_limit(false, ExitStatus::Code(0), &none, z, &l, true),
+            None
+        );
+        assert_eq!(
+            decide_limit(false, ExitStatus::Code(1), &none, z, &l, true),
+            Some(LimitHit::Disk)
+        );
+    }
+
+    #[test]
+    fn environment_is_clean_and_extendable() {
+        let env = environment(&[("FOO".into(), "1".into()), ("TZ".into(), "X".into())]);
+        assert_eq!(env.get(OsStr::new("TZ")).unwrap(), "X");
+        assert_eq!(env.get(OsStr::new("FOO")).unwrap(), "1");
+        assert_eq!(env.get(OsStr::new("PYTHONHASHSEED")).unwrap(), "0");
+        assert!(!env.contains_key(OsStr::new("CARGO")));
+    }
+}

@@ -1,0 +1,523 @@
+//! Hostile payloads run through the sandbox. Each test asserts the verdict, then that the
+//! payload was contained: no process of the run is left, and the repository is unchanged.
+
+use std::collections::hash_map::DefaultHasher;
+use std::hash::{Hash, Hasher};
+use std::io::Write;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use clover_protocol::LimitHit;
+use clover_sandbox::{Collected, ExitStatus, RunOutput, RunSpec, Sandbox, WriteFile};
+
+fn sandbox() -> Option<&'static Sandbox> {
+    static SB: OnceLock<Result<Sandbox, String>> = OnceLock::new();
+    match SB.get_or_init(|| Sandbox::new().map_err(|e| e.to_string())) {
+        Ok(sb) => Some(sb),
+        Err(e) => clover_testkit::require(&format!("the sandbox ({e})"), None),
+    }
+}
+
+/// A small repository with a nested directory and a symlink.
+fn make_repo() -> tempfile::TempDir {
+    let dir = tempfile::Builder::new()
+        .prefix("sbx-repo-")
+        .tempdir()
+        .unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::create_dir(dir.path().join("pkg")).unwrap();
+    std::fs::write(dir.path().join("pkg/mod.py"), "X = 1\n").unwrap();
+    std::fs::write(dir.path().join("file.txt"), "original\n").unwrap();
+    std::os::unix::fs::symlink("pkg/mod.py", dir.path().join("link.py")).unwrap();
+    dir
+}
+
+fn tree_hash(root: &Path) -> u64 {
+    fn walk(p: &Path, rel: &Path, h: &mut DefaultHasher) {
+        let md = std::fs::symlink_metadata(p).unwrap();
+        rel.hash(h);
+        md.permissions().mode().hash(h);
+        if md.file_type().is_symlink() {
+            std::fs::read_link(p).unwrap().hash(h);
+        } else if md.is_dir() {
+            let mut names: Vec<_> = std::fs::read_dir(p)
+                .unwrap()
+                .map(|e| e.unwrap().file_name())
+                .collect();
+            names.sort();
+            for n in names {
+                walk(&p.join(&n), &rel.join(&n), h);
+            }
+        } else {
+            std::fs::read(p).unwrap().hash(h);
+        }
+    }
+    let mut h = DefaultHasher::new();
+    walk(root, Path::new(""), &mut h);
+    h.finish()
+}
+
+/// Processes on the host running as the run's host uid.
+fn processes_of(uid: u32) -> Vec<String> {
+    let mut found = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if !name.bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        if let Ok(status) = std::fs::read_to_string(e.path().join("status")) {
+            let uid_line = status.lines().find(|l| l.starts_with("Uid:"));
+            if uid_line.is_some_and(|l| l.split_whitespace().nth(1) == Some(&uid.to_string())) {
+                found.push(name);
+            }
+        }
+    }
+    found
+}
+
+struct Case {
+    repo: tempfile::TempDir,
+    hash: u64,
+}
+
+impl Case {
+    fn new() -> Case {
+        let repo = make_repo();
+        let hash = tree_hash(repo.path());
+        Case { repo, hash }
+    }
+
+    fn spec(&self, script: &str) -> RunSpec {
+        let mut s = RunSpec::new(self.repo.path(), ["/bin/sh", "-c", script]);
+        s.limits.wall = Duration::from_secs(20);
+        s
+    }
+
+    fn run(&self, sb: &Sandbox, spec: &RunSpec) -> RunOutput {
+        let out = sb.run(spec).expect("the run is carried out");
+        eprintln!(
+            "exit {:?} limit {:?} in {:?}\nstdout: {}\nstderr: {}",
+            out.exit,
+            out.limit_hit,
+            out.duration,
+            out.stdout.tail(2000),
+            out.stderr.tail(2000)
+        );
+        self.assert_contained(&out);
+        out
+    }
+
+    fn assert_contained(&self, out: &RunOutput) {
+        let left = processes_of(out.host_uid);
+        assert!(
+            left.is_empty(),
+            "processes of the run left behind: {left:?}"
+        );
+        assert_eq!(
+            tree_hash(self.repo.path()),
+            self.hash,
+            "the repository changed"
+        );
+    }
+}
+
+fn python() -> Option<&'static str> {
+    let p = "/usr/bin/python3";
+    clover_testkit::require(p, Path::new(p).exists().then_some(p))
+}
+
+#[test]
+fn runs_a_command_as_the_sandbox_user_in_the_repository() {
+    let Some(sb) = sandbox() else { return };
+    let c = Case::new();
+    let mut spec = c.spec("id -u; id -g; pwd; cat pkg/mod.py; cat tests/new.txt; echo changed > file.txt 2>/dev/null; echo new > new.txt; echo out > report.txt; echo $HOME $TZ $LC_ALL $PYTHONHASHSEED");
+    spec.files.push(WriteFile {
+        path: "tests/new.txt".into(),
+        contents: b"written by the caller\n".to_vec(),
+    });
+    spec.collect = vec![
+        "report.txt".into(),
+        "file.txt".into(),
+        "new.txt".into(),
+        "missing.txt".into(),
+    ];
+    let out = c.run(sb, &spec);
+    assert_eq!(out.exit, ExitStatus::Code(0));
+    assert_eq!(out.limit_hit, None);
+    let expected = format!(
+        "65534\n65534\n{}\nX = 1\nwritten by the caller\n/tmp/home UTC C.UTF-8 0\n",
+        c.repo.path().canonicalize().unwrap().display()
+    );
+    assert_eq!(out.stdout.text(), expected);
+    assert_eq!(out.file("report.txt").unwrap().bytes(), Some(&b"out\n"[..]));
+    // Checked-in files stay root's: readable, not writable (see the crate's ARCHITECTURE).
+    assert_eq!(
+        out.file("file.txt").unwrap().bytes(),
+        Some(&b"original\n"[..])
+    );
+    assert_eq!(out.file("new.txt").unwrap().bytes(), Some(&b"new\n"[..]));
+    assert_eq!(out.file("missing.txt"), Some(&Collected::Missing));
+}
+
+#[test]
+fn concurrent_runs_do_not_see_each_others_files() {
+    let Some(sb) = sandbox() else { return };
+    let c = Case::new();
+    let outs: Vec<RunOutput> = std::thread::scope(|s| {
+        let hs: Vec<_> = (0..4)
+            .map(|i| {
+                let spec = c.spec(&format!(
+                    "ls; echo {i} > mine.txt; echo {i} > /tmp/mine.txt; sleep 0.3; cat mine.txt /tmp/mine.txt"
+                ));
+                let c = &c;
+                s.spawn(move || c.run(sb, &spec))
+            })
+            .collect();
+        hs.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    for (i, out) in outs.iter().enumerate() {
+        assert_eq!(out.exit, ExitStatus::Code(0), "{out:?}");
+        assert_eq!(
+            out.stdout.text(),
+            format!("file.txt\nlink.py\npkg\n{i}\n{i}\n")
+        );
+    }
+}
+
+#[test]
+fn fork_bomb_is_stopped_by_the_process_limit() {
+    let Some(sb) = sandbox() else { return };
+    let c = Case::new();
+    let mut spec = c.spec("bomb() { bomb | bomb & }; bomb; sleep 2; i=0; while [ $i -lt 200 ]; do sleep 60 & i=$((i+1)); done");
+    spec.limits.pids = 32;
+    let out = c.run(sb, &spec);
+    assert!(!out.exit.success());
+    assert_eq!(out.limit_hit, Some(LimitHit::Pids));
+}
+
+#[test]
+fn memory_bomb_is_killed_by_the_memory_limit() {
+    let Some(sb) = sandbox() else { return };
+    let Some(py) = python() else { return };
+    let c = Case::new();
+    let mut spec = RunSpec::new(
+        c.repo.path(),
+        [
+            py,
+            "-c",
+            "x = []\nwhile True:\n    x.append(b' ' * (16 << 20))\n",
+        ],
+    );
+    spec.limits.memory_bytes = 128 << 20;
+    let out = c.run(sb, &spec);
+    assert_eq!(out.exit, ExitStatus::Signal(libc::SIGKILL));
+    assert_eq!(out.limit_hit, Some(LimitHit::Memory));
+}
+
+#[test]
+fn busy_loop_is_stopped_by_the_cpu_limit() {
+    let Some(sb) = sandbox() else { return };
+    let c = Case::new();
+    let mut spec = c.spec("while :; do :; done");
+    spec.limits.cpu_secs = 1;
+    let out = c.run(sb, &spec);
+    assert_eq!(out.exit, ExitStatus::Signal(libc::SIGXCPU));
+    assert_eq!(out.limit_hit, Some(LimitHit::CpuTime));
+}
+
+#[test]
+fn sleeping_past_the_wall_clock_kills_the_whole_run() {
+    let Some(sb) = sandbox() else { return };
+    let c = Case::new();
+    let mut spec = c.spec("sleep 60 & (sleep 60 &); setsid sleep 60 & sleep 60");
+    spec.limits.wall = Duration::from_millis(700);
+    let out = c.run(sb, &spec);
+    assert_eq!(out.exit, ExitStatus::Signal(libc::SIGKILL));
+    assert_eq!(out.limit_hit, Some(LimitHit::WallClock));
+}
+
+#[test]
+fn stdout_flood_is_capped_while_read() {
+    let Some(sb) = sandbox() else { return };
+    let c = Case::new();
+    let mut spec = c.spec("echo first; head -c 50000000 /dev/zero | tr '\\0' x; echo; echo last");
+    spec.limits.output_bytes = 64 * 1024;
+    let out = c.run(sb, &spec);
+    assert_eq!(out.exit, ExitStatus::Code(0));
+    assert_eq!(out.limit_hit, None);
+    assert!(out.stdout.truncated);
+    assert_eq!(
+        out.stdout.total_bytes,
+        50_000_000 + "first\n\nlast\n".len() as u64
+    );
+    assert!(out.stdout.bytes.len() < 65 * 1024);
+    let text = out.stdout.text();
+    assert!(text.starts_with("first\nxxx"));
+    assert!(text.ends_with("xxx\nlast\n"));
+}
+
+#[test]
+fn writes_outside_the_work_dir_never_reach_the_host() {
+    let Some(sb) = sandbox() else { return };
+    let c = Case::new();
+    let repo = c.repo.path().canonicalize().unwrap();
+    let outside = repo.parent().unwrap().join(format!(
+        "{}-evil",
+        repo.file_name().unwrap().to_string_lossy()
+    ));
+    let script = format!(
+        "for p in /usr/clover-evil /etc/clover-evil /clover-evil {o} /proc/clover-evil /dev/clover-evil; do \
+           echo x > $p 2>/dev/null && echo wrote $p; done; \
+         echo changed > file.txt && rm pkg/mod.py 2>/dev/null; rm link.py; echo done",
+        o = outside.display()
+    );
+    let out = c.run(sb, &c.spec(&script));
+    // The repository's parent is on the sandbox's own /tmp here, so that write may succeed.
+    assert_eq!(
+        out.stdout
+            .text()
+            .replace(&format!("wrote {}\n", outside.display()), ""),
+        "done\n"
+    );
+    for p in ["/usr/clover-evil", "/etc/clover-evil", "/clover-evil"] {
+        assert!(!Path::new(p).exists());
+    }
+    assert!(!outside.exists());
+}
+
+#[test]
+fn filling_the_disk_ends_in_the_disk_limit() {
+    let Some(sb) = sandbox() else { return };
+    let c = Case::new();
+    for target in ["/tmp/big", "big"] {
+        let mut spec = c.spec(&format!("dd if=/dev/zero of={target} bs=1M count=64"));
+        spec.limits.tmpfs_bytes = 8 << 20;
+        spec.limits.overlay_bytes = 8 << 20;
+        let out = c.run(sb, &spec);
+        assert_eq!(out.exit, ExitStatus::Code(1), "{target}");
+        assert_eq!(out.limit_hit, Some(LimitHit::Disk), "{target}");
+        assert!(out.stderr.text().contains("No space left"));
+    }
+}
+
+#[test]
+fn large_files_end_in_the_file_size_limit() {
+    let Some(sb) = sandbox() else { return };
+    let c = Case::new();
+    let mut spec = c.spec("exec dd if=/dev/zero of=/tmp/big bs=1M count=4");
+    spec.limits.file_size_bytes = 1 << 20;
+    let out = c.run(sb, &spec);
+    assert_eq!(out.exit, ExitStatus::Signal(libc::SIGXFSZ));
+    assert_eq!(out.limit_hit, Some(LimitHit::FileSize));
+}
+
+#[test]
+fn host_secrets_and_caller_environment_stay_out() {
+    let Some(sb) = sandbox() else { return };
+    let c = Case::new();
+    let secret_dir = tempfile::tempdir().unwrap();
+    let secret = secret_dir.path().join("secret.txt");
+    std::fs::write(&secret, "TOPSECRET").unwrap();
+    std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o600)).unwrap();
+    // Even when the caller binds the directory by mistake, the sandbox user cannot read it.
+    std::fs::set_permissions(secret_dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    // SAFETY: no other thread of this test binary reads this variable.
+    std::env::set_var("CLOVER_SANDBOX_TEST_SECRET", "TOPSECRET");
+    let mut spec = c.spec(&format!(
+        "cat {s}; cat /etc/shadow; cat /proc/1/environ; echo \"[$CLOVER_SANDBOX_TEST_SECRET]\"; env",
+        s = secret.display()
+    ));
+    spec.binds.push(secret_dir.path().to_path_buf());
+    let out = c.run(sb, &spec);
+    assert!(!out.stdout.text().contains("TOPSECRET"));
+    assert!(out.stdout.text().contains("[]"));
+    assert!(out.stderr.text().contains("Permission denied"));
+}
+
+#[test]
+fn loopback_service_on_the_host_is_unreachable() {
+    let Some(sb) = sandbox() else { return };
+    let c = Case::new();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let mut spec = RunSpec::new(
+        c.repo.path(),
+        [
+            "/bin/bash",
+            "-c",
+            &format!("exec 3<>/dev/tcp/127.0.0.1/{port} && echo connected"),
+        ],
+    );
+    spec.limits.wall = Duration::from_secs(20);
+    let out = c.run(sb, &spec);
+    assert_eq!(out.exit, ExitStatus::Code(1));
+    assert!(out.stderr.text().contains("Connection refused"));
+    assert!(listener.accept().is_err());
+}
+
+#[test]
+fn only_loopback_is_visible() {
+    let Some(sb) = sandbox() else { return };
+    let c = Case::new();
+    let out = c.run(
+        sb,
+        &c.spec("tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '"),
+    );
+    assert_eq!(out.exit, ExitStatus::Code(0));
+    assert_eq!(out.stdout.text(), "lo\n");
+}
+
+#[test]
+fn kill_minus_one_and_killing_the_parent_hurt_no_one_outside() {
+    let Some(sb) = sandbox() else { return };
+    let c = Case::new();
+    let mut bystander = std::process::Command::new("sleep")
+        .arg("30")
+        .spawn()
+        .unwrap();
+    let spec =
+        c.spec("sleep 30 & kill -9 -1; kill -9 $PPID; kill -9 1; kill -9 0; echo still here");
+    let out = c.run(sb, &spec);
+    // `kill -9 0` kills the payload's own process group, the shell included.
+    assert_eq!(out.exit, ExitStatus::Signal(libc::SIGKILL));
+    assert_eq!(out.limit_hit, None);
+    assert!(
+        bystander.try_wait().unwrap().is_none(),
+        "a host process was killed"
+    );
+    bystander.kill().unwrap();
+    let _ = bystander.wait();
+}
+
+#[test]
+fn orphans_are_killed_when_the_payload_exits() {
+    let Some(sb) = sandbox() else { return };
+    let c = Case::new();
+    let spec = c.spec("setsid sleep 60 & (sleep 60 &); sh -c 'sleep 60 &'; nohup sleep 60 >/dev/null 2>&1 & echo done");
+    let out = c.run(sb, &spec);
+    assert_eq!(out.exit, ExitStatus::Code(0));
+}
+
+#[test]
+fn host_processes_are_invisible() {
+    let Some(sb) = sandbox() else { return };
+    let c = Case::new();
+    let out = c.run(sb, &c.spec("ls /proc | grep -c '^[0-9]'"));
+    let n: u32 = out.stdout.text().trim().parse().unwrap();
+    // The supervisor, the shell, ls and grep.
+    assert!(n <= 4, "{n} processes visible");
+}
+
+#[test]
+fn ptrace_of_other_processes_fails() {
+    let Some(sb) = sandbox() else { return };
+    let Some(py) = python() else { return };
+    let c = Case::new();
+    let code = format!(
+        "import ctypes, os\n\
+         libc = ctypes.CDLL(None, use_errno=True)\n\
+         for pid in (1, {host}):\n\
+         \x20   r = libc.ptrace(16, pid, 0, 0)\n\
+         \x20   print(pid, r, os.strerror(ctypes.get_errno()))\n",
+        host = std::process::id()
+    );
+    let out = c.run(sb, &RunSpec::new(c.repo.path(), [py, "-c", &code]));
+    assert_eq!(out.exit, ExitStatus::Code(0));
+    let text = out.stdout.text();
+    assert_eq!(text.lines().count(), 2);
+    assert!(
+        text.lines()
+            .all(|l| l.split_whitespace().nth(1) == Some("-1")),
+        "{text}"
+    );
+}
+
+#[test]
+fn nested_user_namespaces_are_refused() {
+    let Some(sb) = sandbox() else { return };
+    if clover_testkit::require(
+        "/usr/bin/unshare",
+        Path::new("/usr/bin/unshare").exists().then_some(()),
+    )
+    .is_none()
+    {
+        return;
+    }
+    let c = Case::new();
+    let out = c.run(sb, &c.spec("unshare -U -r id -u"));
+    assert_ne!(out.exit, ExitStatus::Code(0));
+    assert!(!out.stdout.text().contains('0'));
+}
+
+#[test]
+fn planted_symlinks_are_never_followed_when_collecting() {
+    let Some(sb) = sandbox() else { return };
+    let c = Case::new();
+    let secret_dir = tempfile::tempdir().unwrap();
+    let secret = secret_dir.path().join("secret.txt");
+    std::fs::write(&secret, "TOPSECRET").unwrap();
+    let mut spec = c.spec(&format!(
+        "ln -s {s} report.xml; ln -s / root; mkdir -p out; ln -s /etc/passwd out/cov.xml; mkfifo fifo",
+        s = secret.display()
+    ));
+    spec.collect = vec![
+        "report.xml".into(),
+        PathBuf::from("root").join(secret.strip_prefix("/").unwrap()),
+        "out/cov.xml".into(),
+        "fifo".into(),
+        "link.py".into(),
+    ];
+    let out = c.run(sb, &spec);
+    assert_eq!(out.exit, ExitStatus::Code(0));
+    for f in &out.files {
+        assert!(matches!(f.content, Collected::Refused(_)), "{f:?}");
+    }
+}
+
+#[test]
+fn inherited_descriptors_are_closed() {
+    let Some(sb) = sandbox() else { return };
+    let c = Case::new();
+    let secret_dir = tempfile::tempdir().unwrap();
+    let secret = secret_dir.path().join("secret.txt");
+    std::fs::File::create(&secret)
+        .unwrap()
+        .write_all(b"TOPSECRET")
+        .unwrap();
+    let path = std::ffi::CString::new(secret.to_str().unwrap()).unwrap();
+    // Deliberately without O_CLOEXEC, as careless code in a caller would.
+    // SAFETY: path is a valid C string.
+    let fd = unsafe { libc::open(path.as_ptr(), libc::O_RDONLY) };
+    assert!(fd >= 0);
+    let out = c.run(
+        sb,
+        &c.spec(&format!(
+            "ls /proc/self/fd; cat <&{fd}; cat /proc/self/fd/{fd}"
+        )),
+    );
+    // SAFETY: fd was opened above.
+    unsafe { libc::close(fd) };
+    assert!(!out.stdout.text().contains("TOPSECRET"));
+    let fds: Vec<&str> = out.stdout.text().leak().lines().collect();
+    assert_eq!(
+        fds,
+        ["0", "1", "2", "3"],
+        "only stdio and ls's own directory"
+    );
+}
+
+#[test]
+fn a_missing_command_is_an_error_not_an_outcome() {
+    let Some(sb) = sandbox() else { return };
+    let c = Case::new();
+    let err = sb
+        .run(&RunSpec::new(c.repo.path(), ["no-such-program-anywhere"]))
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("no-such-program-anywhere"),
+        "{err}"
+    );
+}

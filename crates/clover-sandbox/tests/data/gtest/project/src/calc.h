@@ -1,0 +1,3 @@
+#pragma once
+int add(int a, int b);
+int clamp(int v, int lo, int hi);

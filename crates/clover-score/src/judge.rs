@@ -1,0 +1,309 @@
+//! LLM-as-judge, as CPP-UT-Bench evaluates: a judge model sees the ground truth and two
+//! answers, A and B, and says which is closer to the ground truth. Every pair is asked in both
+//! orders so position bias cancels: a model wins a pair only when both orders pick it; any
+//! disagreement, a tie answer, an unreadable answer or a failed request is a tie.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use clover_generate::{task_name, ChatClient, Sampling};
+use clover_protocol::{Message, Task};
+use serde_json::{json, Value};
+
+/// One model's answer to one instance, kept for judging.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JudgeItem {
+    pub instance_id: String,
+    pub task: Task,
+    pub setting: String,
+    pub model: String,
+    pub answer: String,
+}
+
+/// What the judge said of one ordered pair.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Choice {
+    A,
+    B,
+    Tie,
+}
+
+/// Win/tie/loss of `model` against `opponent` on a task in a setting.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JudgeRow {
+    pub model: String,
+    pub opponent: String,
+    pub task: Task,
+    pub setting: String,
+    pub win: u64,
+    pub tie: u64,
+    pub loss: u64,
+    /// Pairs counted as ties because a request failed or an answer could not be read.
+    pub undecided: u64,
+}
+
+impl JudgeRow {
+    pub fn n(&self) -> u64 {
+        self.win + self.tie + self.loss
+    }
+
+    pub fn rate(&self, k: u64) -> f64 {
+        if self.n() == 0 {
+            0.0
+        } else {
+            k as f64 / self.n() as f64
+        }
+    }
+
+    /// The 95% Wilson score interval of the win rate.
+    pub fn win_ci(&self) -> (f64, f64) {
+        wilson(self.win, self.n())
+    }
+
+    pub fn to_json(&self) -> Value {
+        let r = |v: f64| json!((v * 1e6).round() / 1e6);
+        let (lo, hi) = self.win_ci();
+        let (llo, lhi) = wilson(self.loss, self.n());
+        json!({
+            "model": self.model,
+            "opponent": self.opponent,
+            "task": task_name(self.task),
+            "setting": self.setting,
+            "n": self.n(),
+            "win": self.win,
+            "tie": self.tie,
+            "loss": self.loss,
+            "undecided": self.undecided,
+            "win_rate": r(self.rate(self.win)),
+            "tie_rate": r(self.rate(self.tie)),
+            "loss_rate": r(self.rate(self.loss)),
+            "win_ci95": [r(lo), r(hi)],
+            "loss_ci95": [r(llo), r(lhi)],
+        })
+    }
+}
+
+/// The 95% Wilson score interval of `k` successes in `n` trials; `(0, 1)` when `n` is 0.
+pub fn wilson(k: u64, n: u64) -> (f64, f64) {
+    if n == 0 {
+        return (0.0, 1.0);
+    }
+    let z = 1.959_963_984_540_054_f64;
+    let n = n as f64;
+    let p = k as f64 / n;
+    let z2 = z * z;
+    let denom = 1.0 + z2 / n;
+    let center = (p + z2 / (2.0 * n)) / denom;
+    let half = z / denom * (p * (1.0 - p) / n + z2 / (4.0 * n * n)).sqrt();
+    ((center - half).max(0.0), (center + half).min(1.0))
+}
+
+/// Reads the judge's answer: `A`, `B` or `TIE` (also `[[A]]`, `Answer: B`, `**A**`, …).
+pub fn parse_choice(text: &str) -> Option<Choice> {
+    let words: Vec<String> = text
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(|w| w.to_ascii_uppercase())
+        .collect();
+    let pick = |w: &str| match w {
+        "A" => Some(Choice::A),
+        "B" => Some(Choice::B),
+        "TIE" | "C" => Some(Choice::Tie),
+        _ => None,
+    };
+    // A one-word answer is the common case; otherwise the word after "answer"/"verdict",
+    // else the first letter-word of the text, else the last.
+    if let [one] = words.as_slice() {
+        return pick(one);
+    }
+    for pair in words.windows(2) {
+        if matches!(
+            pair[0].as_str(),
+            "ANSWER" | "VERDICT" | "CHOICE" | "RESPONSE" | "IS"
+        ) {
+            if let Some(c) = pick(&pair[1]) {
+                return Some(c);
+            }
+        }
+    }
+    words
+        .first()
+        .and_then(|w| pick(w))
+        .or_else(|| words.last().and_then(|w| pick(w)))
+}
+
+/// The judge's prompt for one ordered pair.
+pub fn judge_messages(task: Task, reference: &str, a: &str, b: &str) -> Vec<Message> {
+    let what = match task {
+        Task::CppUnitTest => "C++ GoogleTest unit tests",
+        _ => "Python pytest tests",
+    };
+    vec![
+        Message {
+            role: "system".into(),
+            content: "You are an impartial expert reviewer of unit tests.".into(),
+        },
+        Message {
+            role: "user".into(),
+            content: format!(
+                "Below are a ground-truth set of {what} and two candidate answers, A and B, \
+written for the same code. Which candidate is closer to the ground truth in what it tests \
+(the functions, cases and edge cases exercised) and in how well it tests them?\n\n\
+### Ground truth\n```\n{reference}\n```\n\n### Candidate A\n```\n{a}\n```\n\n\
+### Candidate B\n```\n{b}\n```\n\n\
+Answer with exactly one word: A, B, or TIE."
+            ),
+        },
+    ]
+}
+
+/// The judge model and how hard to drive it.
+#[derive(Debug, Clone)]
+pub struct Judge {
+    pub client: ChatClient,
+    pub concurrency: usize,
+}
+
+/// One ordered request; jobs `2k` and `2k + 1` are pair `k` in its two orders.
+struct Job {
+    messages: Vec<Message>,
+}
+
+/// Judges every pair of models that answered the same instance, in both orders. Models in
+/// `exclude` (the oracle, whose answer *is* the ground truth) are left out; instances with no
+/// reference are skipped and counted in the second value returned.
+pub fn run_judge(
+    judge: &Judge,
+    items: &[JudgeItem],
+    references: &HashMap<String, String>,
+    exclude: &[String],
+) -> (Vec<JudgeRow>, u64) {
+    let mut by_instance: BTreeMap<&str, Vec<&JudgeItem>> = BTreeMap::new();
+    for it in items.iter().filter(|i| !exclude.contains(&i.model)) {
+        by_instance.entry(&it.instance_id).or_default().push(it);
+    }
+    let mut pairs: Vec<(&JudgeItem, &JudgeItem)> = Vec::new();
+    let mut jobs: Vec<Job> = Vec::new();
+    let mut missing = 0u64;
+    for (id, mut group) in by_instance {
+        group.sort_by(|x, y| x.model.cmp(&y.model));
+        group.dedup_by(|x, y| x.model == y.model);
+        if group.len() < 2 {
+            continue;
+        }
+        let Some(reference) = references.get(id) else {
+            missing += 1;
+            continue;
+        };
+        for i in 0..group.len() {
+            for j in i + 1..group.len() {
+                let (a, b) = (group[i], group[j]);
+                pairs.push((a, b));
+                jobs.push(Job {
+                    messages: judge_messages(a.task, reference, &a.answer, &b.answer),
+                });
+                jobs.push(Job {
+                    messages: judge_messages(a.task, reference, &b.answer, &a.answer),
+                });
+            }
+        }
+    }
+    let sampling = Sampling {
+        temperature: 0.0,
+        top_p: 1.0,
+        max_tokens: 64,
+    };
+    let answers: Vec<Mutex<Option<Choice>>> = jobs.iter().map(|_| Mutex::new(None)).collect();
+    let next = AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        for _ in 0..judge.concurrency.max(1) {
+            s.spawn(|| loop {
+                let k = next.fetch_add(1, Ordering::Relaxed);
+                let Some(job) = jobs.get(k) else { break };
+                let choice = judge
+                    .client
+                    .complete(&job.messages, sampling)
+                    .ok()
+                    .and_then(|t| parse_choice(&t));
+                *answers[k].lock().expect("no panics") = choice;
+            });
+        }
+    });
+    let answers: Vec<Option<Choice>> = answers
+        .into_iter()
+        .map(|m| m.into_inner().expect("no panics"))
+        .collect();
+    let mut rows: BTreeMap<(String, String, Task, String), JudgeRow> = BTreeMap::new();
+    for (k, (a, b)) in pairs.iter().enumerate() {
+        let (first, second) = (answers[2 * k], answers[2 * k + 1]);
+        // First order shows `a` as A; the second shows `a` as B.
+        let outcome = match (first, second) {
+            (Some(Choice::A), Some(Choice::B)) => Some(true),
+            (Some(Choice::B), Some(Choice::A)) => Some(false),
+            _ => None,
+        };
+        let undecided = first.is_none() || second.is_none();
+        for (me, other, won) in [(a, b, outcome), (b, a, outcome.map(|w| !w))] {
+            let row = rows
+                .entry((
+                    me.model.clone(),
+                    other.model.clone(),
+                    me.task,
+                    me.setting.clone(),
+                ))
+                .or_insert_with(|| JudgeRow {
+                    model: me.model.clone(),
+                    opponent: other.model.clone(),
+                    task: me.task,
+                    setting: me.setting.clone(),
+                    win: 0,
+                    tie: 0,
+                    loss: 0,
+                    undecided: 0,
+                });
+            match won {
+                Some(true) => row.win += 1,
+                Some(false) => row.loss += 1,
+                None => row.tie += 1,
+            }
+            row.undecided += u64::from(undecided);
+        }
+    }
+    let mut out: Vec<JudgeRow> = rows.into_values().collect();
+    out.sort_by(|x, y| {
+        (&x.model, &x.opponent, x.task)
+            .cmp(&(&y.model, &y.opponent, y.task))
+            .then_with(|| crate::report::setting_order(&x.setting, &y.setting))
+    });
+    (out, missing)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wilson_interval() {
+        let (lo, hi) = wilson(8, 10);
+        assert!(
+            (lo - 0.4902).abs() < 1e-3 && (hi - 0.9433).abs() < 1e-3,
+            "{lo} {hi}"
+        );
+        assert_eq!(wilson(0, 0), (0.0, 1.0));
+        let (lo, hi) = wilson(0, 5);
+        assert_eq!(lo, 0.0);
+        assert!(hi > 0.4 && hi < 0.5);
+    }
+
+    #[test]
+    fn choices() {
+        assert_eq!(parse_choice("A"), Some(Choice::A));
+        assert_eq!(parse_choice(" b.\n"), Some(Choice::B));
+        assert_eq!(parse_choice("[[A]]"), Some(Choice::A));
+        assert_eq!(parse_choice("**TIE**"), Some(Choice::Tie));
+        assert_eq!(parse_choice("Answer: B"), Some(Choice::B));
+        assert_eq!(parse_choice("The better one is B"), Some(Choice::B));
+        assert_eq!(parse_choice("I cannot decide"), None);
+    }
+}

@@ -1,0 +1,72 @@
+//! `clover score`: from a model's answer to a candidate test, and from run results to numbers.
+//!
+//! Two jobs live here, because they must agree on what "the model's code" is:
+//!
+//! **Answer → candidate** ([`assemble_candidate`], called by sandbox-run for every response):
+//! fenced code is pulled out of the model's text (with or without a language tag, several
+//! blocks joined, prose around them ignored, a missing closing fence tolerated); Task I
+//! recovers the predicted operand by aligning the filled line with the masked assertion;
+//! Python code is re-indented to where it goes. The candidate file is
+//! `exec.prefix + answer + exec.suffix`. No code is an error, [`NoCode`], which sandbox-run
+//! records as outcome `no_code` — never a crash.
+//!
+//! **Run results → metrics** ([`Scorer`], [`verdict`]):
+//!
+//! - Task I: **EM** — the prediction equals the reference, whitespace outside string
+//!   literals aside (`x in d` is not `x in d.keys()`); **ER** — the candidate passed;
+//!   **RER** — passed, and the prediction is not trivial: not a constant in a unary assertion,
+//!   not a constant compared with a constant, not an `==` whose prediction repeats the other
+//!   side's text ([`trivial_rule`]). Constants are Python literals, signed numbers and tuples
+//!   of constants (no f-strings).
+//! - Task II: **execution rate** — passed; **success** — passed *and* the target is used: the
+//!   answer's code (not the prefix) names it (an identifier equal to the last part of its
+//!   name), and coverage shows a line of the target's span that an import alone does not run.
+//!   Those import lines come from `scoring.target.import_lines` when pack-context provides
+//!   them (calibrate's empty-test coverage of the span); without them only the first line of
+//!   the span (the `def`/`class` line) is discounted, which is exact for undecorated
+//!   functions and lenient for classes.
+//! - Task III: **execution rate** — passed; **success** — passed and every required line of
+//!   every block covered. A block's required lines are `blocks[].lines` when given (the
+//!   executable lines the ground truth covered: coverage.py never reports blank lines,
+//!   comments or the continuation lines of a statement, so these are what can be asked for),
+//!   else every line of `start_line..=end_line`.
+//! - C++: **compile rate** (anything but `compile_error`/`no_code`), **pass rate**, and
+//!   **focal coverage vs ground truth**: the share of the focal file's lines covered by the
+//!   ground truth (`scoring.focal_coverage`) that the candidate covers too.
+//! - Every task: **no-code rate**.
+//! - **Context utilization** per model, task and repository, on the headline metric (RER,
+//!   success rate, pass rate): Δmax = max over budgets − PO, Δmin = min over budgets − PO.
+//! - **LLM judge** ([`run_judge`]): pairwise, both orders, disagreement = tie, Wilson 95%
+//!   intervals.
+//!
+//! Reports: Markdown tables ([`to_markdown`], which read as they are on a terminal), JSON
+//! ([`to_json`]: `{"rows":[{"model","task","setting","repo","n","metrics"}],
+//! "utilization":[…],"judge":[…]}`), `ScoreRow` JSON Lines ([`to_score_rows`]) and one
+//! self-contained HTML page with inline SVG plots of the headline metric against context
+//! length ([`to_html`]: no script, no external resource).
+//!
+//! It deliberately runs nothing but the judge's HTTP requests: the candidates were run by
+//! sandbox-run, and everything a metric needs travels in the records.
+
+mod extract;
+mod judge;
+mod metrics;
+mod pyexpr;
+mod report;
+
+pub use extract::{
+    align_prediction, assemble_candidate, code_blocks, extract_code, indent_after, predict_operand,
+    reindent, Candidate, CodeBlock, NoCode,
+};
+pub use judge::{
+    judge_messages, parse_choice, run_judge, wilson, Choice, Judge, JudgeItem, JudgeRow,
+};
+pub use metrics::{
+    covered, covers_blocks, headline_metric, metric_names, trivial_rule, uses_target, verdict,
+    ClozeFacts, Tally, TrivialRule, Verdict,
+};
+pub use pyexpr::{identifiers, is_constant, normalize};
+pub use report::{
+    setting_order, to_html, to_json, to_markdown, to_score_rows, Report, Row, Scorer, Utilization,
+    ALL_REPOS,
+};

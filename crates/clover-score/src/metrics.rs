@@ -1,0 +1,584 @@
+//! What one run result is worth, and the sums over many.
+
+use std::collections::BTreeMap;
+
+use clover_protocol::{FileCoverage, LineRanges, Outcome, RunResult, Task};
+use serde_json::Value;
+
+use crate::extract::align_prediction;
+use crate::pyexpr::{identifiers, is_constant, normalize};
+
+/// Why a correct Task I prediction does not count for RER.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TrivialRule {
+    /// `assert <constant>`: true whatever the code does.
+    ConstantInUnary,
+    /// `assert <constant> OP <constant>`: compares nothing the code computed.
+    ConstantVsConstant,
+    /// `assert x == x`: the prediction repeats the other side's text.
+    RepeatsOtherSide,
+}
+
+/// The Task I facts of `scoring` (written by pack-context).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ClozeFacts {
+    pub reference: String,
+    pub form: String,
+    pub operator: Option<String>,
+    pub other_operand: Option<String>,
+    pub other_is_constant: Option<bool>,
+    pub masked_line: Option<String>,
+}
+
+impl ClozeFacts {
+    pub fn from_scoring(scoring: &BTreeMap<String, Value>) -> Self {
+        let s = |k: &str| scoring.get(k).and_then(|v| v.as_str()).map(str::to_string);
+        ClozeFacts {
+            reference: s("reference").unwrap_or_default(),
+            form: s("form").unwrap_or_default(),
+            operator: s("operator"),
+            other_operand: s("other_operand"),
+            other_is_constant: scoring.get("other_is_constant").and_then(|v| v.as_bool()),
+            masked_line: s("masked_line"),
+        }
+    }
+}
+
+/// The RER rule a prediction falls under, if any.
+pub fn trivial_rule(prediction: &str, facts: &ClozeFacts) -> Option<TrivialRule> {
+    let constant = is_constant(prediction);
+    if facts.form == "unary" && constant {
+        return Some(TrivialRule::ConstantInUnary);
+    }
+    if facts.form == "binary" {
+        let other_constant = facts
+            .other_is_constant
+            .unwrap_or_else(|| facts.other_operand.as_deref().is_some_and(is_constant));
+        if constant && other_constant {
+            return Some(TrivialRule::ConstantVsConstant);
+        }
+        if facts.operator.as_deref() == Some("==")
+            && facts
+                .other_operand
+                .as_deref()
+                .is_some_and(|o| normalize(o) == normalize(prediction))
+        {
+            return Some(TrivialRule::RepeatsOtherSide);
+        }
+    }
+    None
+}
+
+/// What one run result is worth. Which fields a task uses: see the crate doc.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Verdict {
+    /// The candidate ran and passed (ER for Task I, execution rate for II/III, pass rate for
+    /// C++).
+    pub executed: bool,
+    /// Task I: RER; Task II: executed and used the target; Task III: executed and covered
+    /// every block; C++: passed.
+    pub success: bool,
+    /// Task I: the prediction equals the reference (whitespace outside strings aside).
+    pub exact: Option<bool>,
+    /// C++: it compiled.
+    pub compiled: Option<bool>,
+    /// C++: covered lines of the focal file the ground truth covers, over those it covers.
+    pub focal_vs_gt: Option<f64>,
+    pub no_code: bool,
+}
+
+/// Lines `coverage` lists for `path` (paths compare equal or as a suffix at a `/`).
+pub fn covered<'a>(coverage: &'a [FileCoverage], path: &str) -> Option<&'a LineRanges> {
+    let path = path.trim_start_matches("./");
+    coverage
+        .iter()
+        .find(|f| {
+            let p = f.path.trim_start_matches("./");
+            p == path
+                || p.strip_suffix(path).is_some_and(|rest| rest.ends_with('/'))
+                || path.strip_suffix(p).is_some_and(|rest| rest.ends_with('/'))
+        })
+        .map(|f| &f.lines)
+}
+
+fn line_ranges(v: Option<&Value>) -> Option<LineRanges> {
+    let v = v?;
+    if let Ok(r) = serde_json::from_value::<LineRanges>(v.clone()) {
+        return Some(r);
+    }
+    serde_json::from_value::<Vec<u32>>(v.clone())
+        .ok()
+        .map(LineRanges::from_lines)
+}
+
+fn u32_field(v: &Value, k: &str) -> Option<u32> {
+    v.get(k).and_then(|x| x.as_u64()).map(|x| x as u32)
+}
+
+/// Task II: whether the run used the target — the answer's code names it, and a line of its
+/// definition ran beyond what importing its module runs.
+pub fn uses_target(code: &str, coverage: &[FileCoverage], target: &Value) -> bool {
+    let Some(name) = target.get("name").and_then(|v| v.as_str()) else {
+        return false;
+    };
+    let short = name.rsplit('.').next().unwrap_or(name);
+    if !identifiers(code).contains(short) {
+        return false;
+    }
+    let (Some(path), Some(start), Some(end)) = (
+        target.get("path").and_then(|v| v.as_str()),
+        u32_field(target, "start_line"),
+        u32_field(target, "end_line"),
+    ) else {
+        return false;
+    };
+    let Some(lines) = covered(coverage, path) else {
+        return false;
+    };
+    let import_lines = line_ranges(target.get("import_lines"));
+    (start..=end).any(|l| {
+        lines.contains(l)
+            && match &import_lines {
+                Some(imp) => !imp.contains(l),
+                None => l != start,
+            }
+    })
+}
+
+/// Task III: whether every required line of every block is covered. A block's required lines
+/// are its `lines` (the executable lines the ground truth covered) when given, else all of
+/// `start_line..=end_line`.
+pub fn covers_blocks(coverage: &[FileCoverage], blocks: &Value) -> bool {
+    let Some(blocks) = blocks.as_array() else {
+        return false;
+    };
+    !blocks.is_empty()
+        && blocks.iter().all(|b| {
+            let (Some(path), Some(start), Some(end)) = (
+                b.get("path").and_then(|v| v.as_str()),
+                u32_field(b, "start_line"),
+                u32_field(b, "end_line"),
+            ) else {
+                return false;
+            };
+            let Some(lines) = covered(coverage, path) else {
+                return false;
+            };
+            match line_ranges(b.get("lines")) {
+                Some(req) if !req.is_empty() => req.iter().all(|l| lines.contains(l)),
+                _ => (start..=end).all(|l| lines.contains(l)),
+            }
+        })
+}
+
+/// The code the model wrote: `answer` when sandbox-run recorded it, else the whole candidate.
+fn answer_code(r: &RunResult) -> &str {
+    r.answer.as_deref().or(r.candidate.as_deref()).unwrap_or("")
+}
+
+/// Task I: the prediction, from `answer`, or else by aligning the candidate with the mask.
+fn prediction(r: &RunResult, facts: &ClozeFacts) -> Option<String> {
+    if let Some(a) = &r.answer {
+        return Some(a.clone());
+    }
+    let masked = facts.masked_line.as_deref()?;
+    r.candidate
+        .as_deref()?
+        .lines()
+        .find_map(|l| align_prediction(l.trim(), masked))
+}
+
+/// Judges one run result.
+pub fn verdict(r: &RunResult, task: Task) -> Verdict {
+    let passed = r.outcome == Outcome::Passed;
+    let no_code = r.outcome == Outcome::NoCode;
+    let mut v = Verdict {
+        executed: passed,
+        no_code,
+        ..Verdict::default()
+    };
+    match task {
+        Task::AssertionCloze => {
+            let facts = ClozeFacts::from_scoring(&r.scoring);
+            let pred = prediction(r, &facts);
+            v.exact = Some(
+                pred.as_deref()
+                    .is_some_and(|p| normalize(p) == normalize(&facts.reference)),
+            );
+            v.success = passed
+                && pred
+                    .as_deref()
+                    .is_some_and(|p| trivial_rule(p, &facts).is_none());
+        }
+        Task::TargetedTest => {
+            v.success = passed
+                && r.scoring
+                    .get("target")
+                    .is_some_and(|t| uses_target(answer_code(r), &r.coverage, t));
+        }
+        Task::CoverageTest => {
+            v.success = passed
+                && r.scoring
+                    .get("blocks")
+                    .is_some_and(|b| covers_blocks(&r.coverage, b));
+        }
+        Task::CppUnitTest => {
+            v.compiled = Some(!matches!(
+                r.outcome,
+                Outcome::CompileError | Outcome::NoCode
+            ));
+            v.success = passed;
+            let path = r
+                .scoring
+                .get("focal_path")
+                .or_else(|| r.scoring.get("focal_source"))
+                .and_then(|v| v.as_str())
+                .filter(|p| !p.contains('\n'));
+            let gt = line_ranges(r.scoring.get("focal_coverage"));
+            if let (Some(path), Some(gt)) = (path, gt.filter(|g| !g.is_empty())) {
+                let hit = covered(&r.coverage, path)
+                    .map(|c| gt.iter().filter(|l| c.contains(*l)).count())
+                    .unwrap_or(0);
+                v.focal_vs_gt = Some(hit as f64 / gt.len() as f64);
+            }
+        }
+    }
+    v
+}
+
+/// Sums of verdicts over a group of results.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Tally {
+    pub n: u64,
+    pub executed: u64,
+    pub success: u64,
+    pub exact: u64,
+    pub compiled: u64,
+    pub no_code: u64,
+    pub focal_sum: f64,
+    pub focal_n: u64,
+}
+
+impl Tally {
+    pub fn add(&mut self, v: &Verdict) {
+        self.n += 1;
+        self.executed += u64::from(v.executed);
+        self.success += u64::from(v.success);
+        self.exact += u64::from(v.exact == Some(true));
+        self.compiled += u64::from(v.compiled == Some(true));
+        self.no_code += u64::from(v.no_code);
+        if let Some(f) = v.focal_vs_gt {
+            self.focal_sum += f;
+            self.focal_n += 1;
+        }
+    }
+
+    /// The metrics of `task`, as fractions in [0, 1].
+    pub fn metrics(&self, task: Task) -> BTreeMap<String, f64> {
+        let rate = |k: u64| {
+            if self.n == 0 {
+                0.0
+            } else {
+                k as f64 / self.n as f64
+            }
+        };
+        let mut m = BTreeMap::new();
+        match task {
+            Task::AssertionCloze => {
+                m.insert("em".into(), rate(self.exact));
+                m.insert("er".into(), rate(self.executed));
+                m.insert("rer".into(), rate(self.success));
+            }
+            Task::TargetedTest | Task::CoverageTest => {
+                m.insert("execution_rate".into(), rate(self.executed));
+                m.insert("success_rate".into(), rate(self.success));
+            }
+            Task::CppUnitTest => {
+                m.insert("compile_rate".into(), rate(self.compiled));
+                m.insert("pass_rate".into(), rate(self.executed));
+                if self.focal_n > 0 {
+                    m.insert(
+                        "focal_coverage_vs_gt".into(),
+                        self.focal_sum / self.focal_n as f64,
+                    );
+                }
+            }
+        }
+        m.insert("no_code_rate".into(), rate(self.no_code));
+        m
+    }
+}
+
+/// The metric a task's plots and context-utilization numbers use.
+pub fn headline_metric(task: Task) -> &'static str {
+    match task {
+        Task::AssertionCloze => "rer",
+        Task::TargetedTest | Task::CoverageTest => "success_rate",
+        Task::CppUnitTest => "pass_rate",
+    }
+}
+
+/// The metric names of a task, in table order.
+pub fn metric_names(task: Task) -> &'static [&'static str] {
+    match task {
+        Task::AssertionCloze => &["em", "er", "rer", "no_code_rate"],
+        Task::TargetedTest | Task::CoverageTest => {
+            &["execution_rate", "success_rate", "no_code_rate"]
+        }
+        Task::CppUnitTest => &[
+            "compile_rate",
+            "pass_rate",
+            "focal_coverage_vs_gt",
+            "no_code_rate",
+        ],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clover_protocol::{RecordKind, SCHEMA_VERSION};
+    use serde_json::json;
+
+    fn result(task: Task, outcome: Outcome, answer: &str, scoring: Value) -> RunResult {
+        RunResult {
+            kind: RecordKind::RunResult,
+            schema_version: SCHEMA_VERSION,
+            id: "i@m".into(),
+            instance_id: "i".into(),
+            model: "m".into(),
+            task: Some(task),
+            setting: "po".into(),
+            repo: "r".into(),
+            outcome,
+            tests: vec![],
+            coverage: vec![],
+            limit_hit: None,
+            exit_code: None,
+            signal: None,
+            candidate: Some(format!("from ledger import Ledger\n{answer}")),
+            answer: Some(answer.into()),
+            message: None,
+            stdout_tail: String::new(),
+            stderr_tail: String::new(),
+            scoring: serde_json::from_value(scoring).unwrap(),
+            duration_secs: 0.0,
+        }
+    }
+
+    fn cloze(pred: &str, outcome: Outcome, scoring: Value) -> Verdict {
+        verdict(
+            &result(Task::AssertionCloze, outcome, pred, scoring),
+            Task::AssertionCloze,
+        )
+    }
+
+    #[test]
+    fn em_versus_er() {
+        let s = json!({"reference": "x", "form": "binary", "operator": "in",
+            "other_operand": "d", "other_is_constant": false, "masked_line": "assert <MASK> in d"});
+        // `x in d` vs `x in d.keys()`: both run, only one is the reference.
+        let a = cloze("x", Outcome::Passed, s.clone());
+        assert_eq!((a.exact, a.executed, a.success), (Some(true), true, true));
+        let s2 = json!({"reference": "d", "form": "binary", "operator": "in",
+            "other_operand": "x", "other_is_constant": false, "masked_line": "assert x in <MASK>"});
+        let b = cloze("d.keys()", Outcome::Passed, s2.clone());
+        assert_eq!((b.exact, b.executed, b.success), (Some(false), true, true));
+        // Layout does not matter for EM; a failing exact answer is EM but not ER.
+        let c = cloze(" d ", Outcome::Failed, s2);
+        assert_eq!((c.exact, c.executed, c.success), (Some(true), false, false));
+    }
+
+    #[test]
+    fn rer_rules() {
+        let unary = ClozeFacts {
+            reference: "led.is_closed()".into(),
+            form: "unary".into(),
+            ..Default::default()
+        };
+        assert_eq!(
+            trivial_rule("True", &unary),
+            Some(TrivialRule::ConstantInUnary)
+        );
+        assert_eq!(
+            trivial_rule("(1, 'a')", &unary),
+            Some(TrivialRule::ConstantInUnary)
+        );
+        assert_eq!(trivial_rule("led.is_closed()", &unary), None);
+
+        let const_other = ClozeFacts {
+            reference: "amount.cents".into(),
+            form: "binary".into(),
+            operator: Some("==".into()),
+            other_operand: Some("710".into()),
+            other_is_constant: Some(true),
+            ..Default::default()
+        };
+        assert_eq!(
+            trivial_rule("710", &const_other),
+            Some(TrivialRule::ConstantVsConstant)
+        );
+        assert_eq!(
+            trivial_rule("-3.5", &const_other),
+            Some(TrivialRule::ConstantVsConstant)
+        );
+        assert_eq!(trivial_rule("amount.cents", &const_other), None);
+
+        let eq = ClozeFacts {
+            reference: "5".into(),
+            form: "binary".into(),
+            operator: Some("==".into()),
+            other_operand: Some("ledger.balance( 'cash')".into()),
+            other_is_constant: Some(false),
+            ..Default::default()
+        };
+        assert_eq!(
+            trivial_rule("ledger.balance('cash')", &eq),
+            Some(TrivialRule::RepeatsOtherSide)
+        );
+        assert_eq!(
+            trivial_rule("5", &eq),
+            None,
+            "a constant against a non-constant counts"
+        );
+        let le = ClozeFacts {
+            operator: Some("<=".into()),
+            ..eq.clone()
+        };
+        assert_eq!(
+            trivial_rule("ledger.balance('cash')", &le),
+            None,
+            "only equality"
+        );
+
+        // Through `verdict`: a passing trivial prediction is ER but not RER.
+        let s = json!({"reference": "led.closed", "form": "unary", "operator": null,
+            "other_operand": null, "other_is_constant": null, "masked_line": "assert <MASK>"});
+        let v = cloze("True", Outcome::Passed, s);
+        assert_eq!((v.exact, v.executed, v.success), (Some(false), true, false));
+    }
+
+    #[test]
+    fn prediction_recovered_from_candidate_when_answer_missing() {
+        let s = json!({"reference": "42", "form": "binary", "operator": "==",
+            "other_operand": "total", "other_is_constant": false,
+            "masked_line": "    assert total == <MASK>"});
+        let mut r = result(Task::AssertionCloze, Outcome::Passed, "42", s);
+        r.answer = None;
+        r.candidate = Some("def test():\n    total = 42\n    assert total == 42\n".into());
+        let v = verdict(&r, Task::AssertionCloze);
+        assert_eq!((v.exact, v.success), (Some(true), true));
+    }
+
+    fn cov(path: &str, lines: impl IntoIterator<Item = u32>) -> FileCoverage {
+        FileCoverage {
+            path: path.into(),
+            lines: LineRanges::from_lines(lines),
+        }
+    }
+
+    #[test]
+    fn task_two_success_needs_reference_and_execution() {
+        let target = json!({"target": {"name": "Ledger", "kind": "class",
+            "path": "src/ledger/accounts.py", "start_line": 10, "end_line": 40,
+            "import_lines": [[10, 10], [12, 12], [20, 20]]}});
+        let uses =
+            "    led = Ledger()\n    led.post('cash', 5)\n    assert led.balance('cash') == 5\n";
+        let mut r = result(Task::TargetedTest, Outcome::Passed, uses, target.clone());
+        r.coverage = vec![cov("src/ledger/accounts.py", [10, 12, 13, 20, 21])];
+        assert!(verdict(&r, Task::TargetedTest).success);
+        // Only the lines an import runs: not used.
+        r.coverage = vec![cov("src/ledger/accounts.py", [10, 12, 20])];
+        assert!(!verdict(&r, Task::TargetedTest).success);
+        // Executed, but the answer never names it (the prefix's import does not count).
+        let mut r = result(
+            Task::TargetedTest,
+            Outcome::Passed,
+            "    assert helper()\n",
+            target.clone(),
+        );
+        r.coverage = vec![cov("src/ledger/accounts.py", [10, 13])];
+        assert!(!verdict(&r, Task::TargetedTest).success);
+        // Named and executed, but failing: not executed, not a success.
+        let mut r = result(Task::TargetedTest, Outcome::Failed, uses, target);
+        r.coverage = vec![cov("/tmp/x/src/ledger/accounts.py", [13])];
+        let v = verdict(&r, Task::TargetedTest);
+        assert!(!v.executed && !v.success);
+        // Without import_lines, the header line alone is not use.
+        let t = json!({"target": {"name": "parse_amount", "kind": "function",
+            "path": "src/ledger/money.py", "start_line": 90, "end_line": 110}});
+        let mut r = result(
+            Task::TargetedTest,
+            Outcome::Passed,
+            "assert parse_amount('1') == 100",
+            t,
+        );
+        r.coverage = vec![cov("src/ledger/money.py", [90])];
+        assert!(!verdict(&r, Task::TargetedTest).success);
+        r.coverage = vec![cov("src/ledger/money.py", [90, 91])];
+        assert!(verdict(&r, Task::TargetedTest).success);
+    }
+
+    #[test]
+    fn task_three_success_needs_every_block_line() {
+        let s = json!({"blocks": [
+            {"path": "src/ledger/money.py", "start_line": 101, "end_line": 106},
+            {"path": "src/ledger/report.py", "start_line": 37, "end_line": 42,
+             "lines": [[37, 38], [40, 42]]}]});
+        let mut r = result(Task::CoverageTest, Outcome::Passed, "assert f()", s.clone());
+        r.coverage = vec![
+            cov("src/ledger/money.py", 100..=106),
+            cov("src/ledger/report.py", [37, 38, 40, 41, 42]),
+        ];
+        assert!(
+            verdict(&r, Task::CoverageTest).success,
+            "line 39 is not required"
+        );
+        r.coverage[0] = cov("src/ledger/money.py", [101, 102, 103, 104, 106]);
+        assert!(!verdict(&r, Task::CoverageTest).success, "one line short");
+        r.coverage.truncate(1);
+        assert!(
+            !verdict(&r, Task::CoverageTest).success,
+            "a block's file not run"
+        );
+        let mut r = result(Task::CoverageTest, Outcome::Error, "x", s);
+        r.coverage = vec![
+            cov("src/ledger/money.py", 100..=106),
+            cov("src/ledger/report.py", 37..=42),
+        ];
+        assert!(
+            !verdict(&r, Task::CoverageTest).success,
+            "covering is not enough"
+        );
+    }
+
+    #[test]
+    fn cpp_compile_pass_and_focal_coverage() {
+        let s = json!({"focal_source": "src/ring_buffer.cc", "focal_coverage": [[1, 4], [10, 13]]});
+        let mut r = result(
+            Task::CppUnitTest,
+            Outcome::Failed,
+            "TEST(A, B) {}",
+            s.clone(),
+        );
+        r.coverage = vec![cov("src/ring_buffer.cc", [1, 2, 3, 4, 5])];
+        let v = verdict(&r, Task::CppUnitTest);
+        assert_eq!((v.compiled, v.executed), (Some(true), false));
+        assert_eq!(v.focal_vs_gt, Some(0.5));
+        let r = result(Task::CppUnitTest, Outcome::CompileError, "x", s);
+        let v = verdict(&r, Task::CppUnitTest);
+        assert_eq!((v.compiled, v.focal_vs_gt), (Some(false), Some(0.0)));
+        let mut t = Tally::default();
+        t.add(&v);
+        t.add(&Verdict {
+            executed: true,
+            compiled: Some(true),
+            focal_vs_gt: Some(1.0),
+            ..Default::default()
+        });
+        let m = t.metrics(Task::CppUnitTest);
+        assert_eq!(m["compile_rate"], 0.5);
+        assert_eq!(m["pass_rate"], 0.5);
+        assert_eq!(m["focal_coverage_vs_gt"], 0.5);
+    }
+}

@@ -1,0 +1,664 @@
+//! Groups of verdicts into rows, context utilization, and the report's formats.
+
+use std::cmp::Ordering;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use clover_generate::task_name;
+use clover_protocol::{RecordKind, RunResult, ScoreRow, Task, SCHEMA_VERSION};
+use serde_json::{json, Value};
+
+use crate::judge::JudgeRow;
+use crate::metrics::{headline_metric, metric_names, verdict, Tally};
+
+/// The repository of a row that covers all of them.
+pub const ALL_REPOS: &str = "*";
+
+/// One row: a model on a task in a setting (and a repository, or all).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row {
+    pub model: String,
+    pub task: Task,
+    pub setting: String,
+    pub repo: String,
+    pub n: u64,
+    pub metrics: BTreeMap<String, f64>,
+}
+
+/// Context utilization of a model on a task: the headline metric under context budgets
+/// against problem-only (PO).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Utilization {
+    pub model: String,
+    pub task: Task,
+    pub repo: String,
+    pub metric: &'static str,
+    pub po: f64,
+    /// max over budgets − PO.
+    pub delta_max: f64,
+    /// min over budgets − PO.
+    pub delta_min: f64,
+    pub best_setting: String,
+    pub worst_setting: String,
+}
+
+/// Everything `clover score` reports.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Report {
+    pub rows: Vec<Row>,
+    pub utilization: Vec<Utilization>,
+    pub judge: Vec<JudgeRow>,
+}
+
+/// The order of settings: `po`, then budgets by size (`4k` < `8k` < `128k`), then the rest
+/// by name.
+pub fn setting_order(a: &str, b: &str) -> Ordering {
+    fn key(s: &str) -> (u8, u64, &str) {
+        if s.eq_ignore_ascii_case("po") {
+            return (0, 0, s);
+        }
+        let lower = s.trim();
+        let (num, mult) = match lower.strip_suffix(['k', 'K']) {
+            Some(n) => (n, 1000),
+            None => (lower, 1),
+        };
+        match num.parse::<u64>() {
+            Ok(n) => (1, n * mult, s),
+            Err(_) => (2, 0, s),
+        }
+    }
+    key(a).cmp(&key(b))
+}
+
+/// Whether a setting is a context budget (not PO, not an unknown name).
+fn is_budget(s: &str) -> bool {
+    !s.eq_ignore_ascii_case("po") && s.trim_end_matches(['k', 'K']).parse::<u64>().is_ok()
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct GroupKey {
+    model: String,
+    task: Task,
+    setting: String,
+    repo: String,
+}
+
+/// Sums run results as they stream by; memory grows with the number of groups only.
+#[derive(Debug, Default)]
+pub struct Scorer {
+    by_repo: bool,
+    groups: BTreeMap<GroupKey, Tally>,
+    /// Results without a task, which cannot be scored.
+    pub untasked: u64,
+}
+
+impl Scorer {
+    pub fn new(by_repo: bool) -> Self {
+        Scorer {
+            by_repo,
+            ..Scorer::default()
+        }
+    }
+
+    /// Adds one result to its group (and to its repository's, with `--by-repo`).
+    pub fn add(&mut self, r: &RunResult) {
+        let Some(task) = r.task else {
+            self.untasked += 1;
+            return;
+        };
+        let v = verdict(r, task);
+        let mut key = GroupKey {
+            model: r.model.clone(),
+            task,
+            setting: r.setting.clone(),
+            repo: ALL_REPOS.into(),
+        };
+        self.groups.entry(key.clone()).or_default().add(&v);
+        if self.by_repo {
+            key.repo = r.repo.clone();
+            self.groups.entry(key).or_default().add(&v);
+        }
+    }
+
+    /// The rows and context utilization, in a stable order.
+    pub fn report(&self) -> Report {
+        let mut rows: Vec<Row> = self
+            .groups
+            .iter()
+            .map(|(k, t)| Row {
+                model: k.model.clone(),
+                task: k.task,
+                setting: k.setting.clone(),
+                repo: k.repo.clone(),
+                n: t.n,
+                metrics: t.metrics(k.task),
+            })
+            .collect();
+        rows.sort_by(|a, b| {
+            (&a.model, a.task, a.repo != ALL_REPOS, &a.repo)
+                .cmp(&(&b.model, b.task, b.repo != ALL_REPOS, &b.repo))
+                .then_with(|| setting_order(&a.setting, &b.setting))
+        });
+        let utilization = utilization(&rows);
+        Report {
+            rows,
+            utilization,
+            judge: Vec::new(),
+        }
+    }
+}
+
+fn utilization(rows: &[Row]) -> Vec<Utilization> {
+    let mut out = Vec::new();
+    let mut by: BTreeMap<(&str, Task, &str), Vec<&Row>> = BTreeMap::new();
+    for r in rows {
+        by.entry((&r.model, r.task, &r.repo)).or_default().push(r);
+    }
+    for ((model, task, repo), group) in by {
+        let metric = headline_metric(task);
+        let Some(po) = group
+            .iter()
+            .find(|r| r.setting.eq_ignore_ascii_case("po"))
+            .and_then(|r| r.metrics.get(metric))
+        else {
+            continue;
+        };
+        let budgets: Vec<(&str, f64)> = group
+            .iter()
+            .filter(|r| is_budget(&r.setting))
+            .filter_map(|r| r.metrics.get(metric).map(|v| (r.setting.as_str(), *v)))
+            .collect();
+        // Ties go to the smaller budget: rows are in budget order and only a strictly
+        // better (worse) value replaces the one found.
+        let Some(best) = budgets
+            .iter()
+            .copied()
+            .reduce(|a, b| if b.1 > a.1 { b } else { a })
+        else {
+            continue;
+        };
+        let worst = budgets
+            .iter()
+            .copied()
+            .reduce(|a, b| if b.1 < a.1 { b } else { a })
+            .expect("non-empty");
+        out.push(Utilization {
+            model: model.into(),
+            task,
+            repo: repo.into(),
+            metric,
+            po: *po,
+            delta_max: best.1 - po,
+            delta_min: worst.1 - po,
+            best_setting: best.0.into(),
+            worst_setting: worst.0.into(),
+        });
+    }
+    out
+}
+
+// ---------------------------------------------------------------------------------------------
+// formats
+
+fn round(v: f64) -> Value {
+    // Six decimals: stable text across platforms, more precision than any benchmark has.
+    json!((v * 1e6).round() / 1e6)
+}
+
+fn metrics_json(m: &BTreeMap<String, f64>) -> Value {
+    Value::Object(m.iter().map(|(k, v)| (k.clone(), round(*v))).collect())
+}
+
+/// `{"rows":[{"model","task","setting","repo","n","metrics":{…}}], "utilization":[…],
+/// "judge":[…]}`.
+pub fn to_json(report: &Report) -> Value {
+    json!({
+        "rows": report.rows.iter().map(|r| json!({
+            "model": r.model,
+            "task": task_name(r.task),
+            "setting": r.setting,
+            "repo": r.repo,
+            "n": r.n,
+            "metrics": metrics_json(&r.metrics),
+        })).collect::<Vec<_>>(),
+        "utilization": report.utilization.iter().map(|u| json!({
+            "model": u.model,
+            "task": task_name(u.task),
+            "repo": u.repo,
+            "metric": u.metric,
+            "po": round(u.po),
+            "delta_max": round(u.delta_max),
+            "delta_min": round(u.delta_min),
+            "best_setting": u.best_setting,
+            "worst_setting": u.worst_setting,
+        })).collect::<Vec<_>>(),
+        "judge": report.judge.iter().map(JudgeRow::to_json).collect::<Vec<_>>(),
+    })
+}
+
+/// The rows as `ScoreRow` records, then one `setting: "delta"` row per utilization entry
+/// (metrics `po`, `delta_max`, `delta_min`).
+pub fn to_score_rows(report: &Report) -> Vec<ScoreRow> {
+    let mut out: Vec<ScoreRow> = report
+        .rows
+        .iter()
+        .map(|r| ScoreRow {
+            kind: RecordKind::ScoreRow,
+            schema_version: SCHEMA_VERSION,
+            id: format!("{}/{}/{}/{}", r.model, task_name(r.task), r.setting, r.repo),
+            model: r.model.clone(),
+            task: r.task,
+            setting: r.setting.clone(),
+            repo: r.repo.clone(),
+            n: r.n,
+            metrics: r.metrics.clone(),
+        })
+        .collect();
+    for u in &report.utilization {
+        out.push(ScoreRow {
+            kind: RecordKind::ScoreRow,
+            schema_version: SCHEMA_VERSION,
+            id: format!("{}/{}/delta/{}", u.model, task_name(u.task), u.repo),
+            model: u.model.clone(),
+            task: u.task,
+            setting: "delta".into(),
+            repo: u.repo.clone(),
+            n: 0,
+            metrics: [
+                (format!("po_{}", u.metric), u.po),
+                ("delta_max".to_string(), u.delta_max),
+                ("delta_min".to_string(), u.delta_min),
+            ]
+            .into_iter()
+            .collect(),
+        });
+    }
+    out
+}
+
+fn pct(v: f64) -> String {
+    format!("{:.1}", v * 100.0)
+}
+
+fn signed_pct(v: f64) -> String {
+    format!("{:+.1}", v * 100.0)
+}
+
+/// Markdown tables (which read as they are on a terminal): one per task, then context
+/// utilization, then the judge. Rates are percentages.
+pub fn to_markdown(report: &Report) -> String {
+    let mut s = String::new();
+    for task in tasks(report) {
+        let names = metric_names(task);
+        let _ = writeln!(s, "## {}\n", task_title(task));
+        let _ = write!(s, "| model | setting | repo | n |");
+        for n in names {
+            let _ = write!(s, " {n} |");
+        }
+        s.push_str("\n|---|---|---|---:|");
+        for _ in names {
+            s.push_str("---:|");
+        }
+        s.push('\n');
+        for r in report.rows.iter().filter(|r| r.task == task) {
+            let _ = write!(s, "| {} | {} | {} | {} |", r.model, r.setting, r.repo, r.n);
+            for n in names {
+                let _ = write!(
+                    s,
+                    " {} |",
+                    r.metrics
+                        .get(*n)
+                        .map(|v| pct(*v))
+                        .unwrap_or_else(|| "–".into())
+                );
+            }
+            s.push('\n');
+        }
+        s.push('\n');
+    }
+    if !report.utilization.is_empty() {
+        s.push_str("## Context utilization (vs problem-only)\n\n");
+        s.push_str("| model | task | repo | metric | PO | Δmax | best | Δmin | worst |\n");
+        s.push_str("|---|---|---|---|---:|---:|---|---:|---|\n");
+        for u in &report.utilization {
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                u.model,
+                task_name(u.task),
+                u.repo,
+                u.metric,
+                pct(u.po),
+                signed_pct(u.delta_max),
+                u.best_setting,
+                signed_pct(u.delta_min),
+                u.worst_setting
+            );
+        }
+        s.push('\n');
+    }
+    if !report.judge.is_empty() {
+        s.push_str("## LLM judge (pairwise, both orders; disagreement = tie)\n\n");
+        s.push_str("| model | vs | task | setting | n | win | tie | loss | win 95% CI |\n");
+        s.push_str("|---|---|---|---|---:|---:|---:|---:|---|\n");
+        for j in &report.judge {
+            let (lo, hi) = j.win_ci();
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {}–{} |",
+                j.model,
+                j.opponent,
+                task_name(j.task),
+                j.setting,
+                j.n(),
+                pct(j.rate(j.win)),
+                pct(j.rate(j.tie)),
+                pct(j.rate(j.loss)),
+                pct(lo),
+                pct(hi)
+            );
+        }
+        s.push('\n');
+    }
+    if report.rows.is_empty() {
+        s.push_str("no run results to score\n");
+    }
+    s
+}
+
+fn tasks(report: &Report) -> Vec<Task> {
+    let mut t: Vec<Task> = report.rows.iter().map(|r| r.task).collect();
+    t.sort();
+    t.dedup();
+    t
+}
+
+fn task_title(task: Task) -> &'static str {
+    match task {
+        Task::AssertionCloze => "Task I: assertion cloze",
+        Task::TargetedTest => "Task II: targeted test",
+        Task::CoverageTest => "Task III: coverage test",
+        Task::CppUnitTest => "C++ unit tests",
+    }
+}
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+const PALETTE: &[&str] = &[
+    "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf",
+];
+
+/// An SVG line chart of `task`'s headline metric against the setting, one line per model,
+/// over the all-repository rows.
+fn plot(report: &Report, task: Task) -> String {
+    let metric = headline_metric(task);
+    let rows: Vec<&Row> = report
+        .rows
+        .iter()
+        .filter(|r| r.task == task && r.repo == ALL_REPOS)
+        .collect();
+    let mut settings: Vec<&str> = rows.iter().map(|r| r.setting.as_str()).collect();
+    settings.sort_by(|a, b| setting_order(a, b));
+    settings.dedup();
+    let mut models: Vec<&str> = rows.iter().map(|r| r.model.as_str()).collect();
+    models.sort();
+    models.dedup();
+    let (w, h) = (640.0, 300.0);
+    let (left, right, top, bottom) = (56.0, 150.0, 20.0, 44.0);
+    let pw = w - left - right;
+    let ph = h - top - bottom;
+    let x = |i: usize| {
+        if settings.len() <= 1 {
+            left + pw / 2.0
+        } else {
+            left + pw * i as f64 / (settings.len() - 1) as f64
+        }
+    };
+    let y = |v: f64| top + ph * (1.0 - v.clamp(0.0, 1.0));
+    let mut s = String::new();
+    let _ = write!(
+        s,
+        r##"<svg xmlns="http://www.w3.org/2000/svg" class="plot" data-task="{task}" width="{w}" height="{h}" viewBox="0 0 {w} {h}" role="img" aria-label="{title}: {metric} against context length">"##,
+        task = task_name(task),
+        title = esc(task_title(task)),
+    );
+    for k in 0..=4 {
+        let v = k as f64 / 4.0;
+        let _ = write!(
+            s,
+            r##"<line x1="{left}" x2="{x2}" y1="{yy:.1}" y2="{yy:.1}" stroke="#ddd"/><text x="{tx}" y="{ty:.1}" font-size="11" text-anchor="end">{label}%</text>"##,
+            x2 = left + pw,
+            yy = y(v),
+            tx = left - 6.0,
+            ty = y(v) + 4.0,
+            label = k * 25
+        );
+    }
+    for (i, st) in settings.iter().enumerate() {
+        let _ = write!(
+            s,
+            r##"<text x="{:.1}" y="{:.1}" font-size="11" text-anchor="middle">{}</text>"##,
+            x(i),
+            top + ph + 16.0,
+            esc(st)
+        );
+    }
+    let _ = write!(
+        s,
+        r##"<text x="{:.1}" y="{:.1}" font-size="12" text-anchor="middle">context budget (tokens)</text><text x="14" y="{:.1}" font-size="12" text-anchor="middle" transform="rotate(-90 14 {:.1})">{}</text>"##,
+        left + pw / 2.0,
+        h - 6.0,
+        top + ph / 2.0,
+        top + ph / 2.0,
+        esc(metric)
+    );
+    for (mi, model) in models.iter().enumerate() {
+        let color = PALETTE[mi % PALETTE.len()];
+        let points: Vec<(f64, f64)> = settings
+            .iter()
+            .enumerate()
+            .filter_map(|(i, st)| {
+                rows.iter()
+                    .find(|r| r.model == *model && r.setting == *st)
+                    .and_then(|r| r.metrics.get(metric))
+                    .map(|v| (x(i), y(*v)))
+            })
+            .collect();
+        let pts: Vec<String> = points
+            .iter()
+            .map(|(a, b)| format!("{a:.1},{b:.1}"))
+            .collect();
+        let _ = write!(
+            s,
+            r##"<polyline class="series" data-model="{m}" fill="none" stroke="{color}" stroke-width="2" points="{p}"/>"##,
+            m = esc(model),
+            p = pts.join(" ")
+        );
+        for (a, b) in &points {
+            let _ = write!(
+                s,
+                r##"<circle cx="{a:.1}" cy="{b:.1}" r="3" fill="{color}"/>"##
+            );
+        }
+        let ly = top + 14.0 + 18.0 * mi as f64;
+        let _ = write!(
+            s,
+            r##"<line x1="{x1}" x2="{x2}" y1="{ly}" y2="{ly}" stroke="{color}" stroke-width="2"/><text x="{tx}" y="{ty}" font-size="12">{m}</text>"##,
+            x1 = w - right + 12.0,
+            x2 = w - right + 32.0,
+            tx = w - right + 38.0,
+            ty = ly + 4.0,
+            m = esc(model)
+        );
+    }
+    s.push_str("</svg>");
+    s
+}
+
+/// A self-contained HTML page: the tables and one plot per task, with no script and no
+/// external resource.
+pub fn to_html(report: &Report) -> String {
+    let mut s = String::from(
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+<title>clover score report</title><style>\
+body{font-family:system-ui,sans-serif;margin:2em;color:#222;max-width:72em}\
+table{border-collapse:collapse;margin:0 0 1.5em}th,td{border:1px solid #ccc;padding:.25em .6em}\
+td.num{text-align:right;font-variant-numeric:tabular-nums}th{background:#f4f4f4}\
+svg.plot{display:block;margin:0 0 1em;max-width:100%;height:auto}\
+</style></head><body>\n<h1>clover score report</h1>\n",
+    );
+    if report.rows.is_empty() {
+        s.push_str("<p>No run results to score.</p>\n");
+    }
+    for task in tasks(report) {
+        let names = metric_names(task);
+        let _ = writeln!(s, "<h2>{}</h2>", esc(task_title(task)));
+        let _ = writeln!(
+            s,
+            "<figure>{}<figcaption>{} against context length, per model (all repositories).</figcaption></figure>",
+            plot(report, task),
+            esc(headline_metric(task))
+        );
+        s.push_str("<table><thead><tr><th>model</th><th>setting</th><th>repo</th><th>n</th>");
+        for n in names {
+            let _ = write!(s, "<th>{} (%)</th>", esc(n));
+        }
+        s.push_str("</tr></thead><tbody>\n");
+        for r in report.rows.iter().filter(|r| r.task == task) {
+            let _ = write!(
+                s,
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td>",
+                esc(&r.model),
+                esc(&r.setting),
+                esc(&r.repo),
+                r.n
+            );
+            for n in names {
+                let v = r
+                    .metrics
+                    .get(*n)
+                    .map(|v| pct(*v))
+                    .unwrap_or_else(|| "–".into());
+                let _ = write!(s, "<td class=\"num\">{v}</td>");
+            }
+            s.push_str("</tr>\n");
+        }
+        s.push_str("</tbody></table>\n");
+    }
+    if !report.utilization.is_empty() {
+        s.push_str("<h2>Context utilization (vs problem-only)</h2>\n<table><thead><tr><th>model</th><th>task</th><th>repo</th><th>metric</th><th>PO (%)</th><th>Δmax</th><th>best</th><th>Δmin</th><th>worst</th></tr></thead><tbody>\n");
+        for u in &report.utilization {
+            let _ = writeln!(
+                s,
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td><td class=\"num\">{}</td><td>{}</td></tr>",
+                esc(&u.model),
+                task_name(u.task),
+                esc(&u.repo),
+                u.metric,
+                pct(u.po),
+                signed_pct(u.delta_max),
+                esc(&u.best_setting),
+                signed_pct(u.delta_min),
+                esc(&u.worst_setting)
+            );
+        }
+        s.push_str("</tbody></table>\n");
+    }
+    if !report.judge.is_empty() {
+        s.push_str("<h2>LLM judge</h2>\n<p>Each pair judged in both orders; a disagreement counts as a tie. 95% Wilson intervals.</p>\n<table><thead><tr><th>model</th><th>vs</th><th>task</th><th>setting</th><th>n</th><th>win (%)</th><th>tie (%)</th><th>loss (%)</th><th>win 95% CI</th></tr></thead><tbody>\n");
+        for j in &report.judge {
+            let (lo, hi) = j.win_ci();
+            let _ = writeln!(
+                s,
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}–{}</td></tr>",
+                esc(&j.model),
+                esc(&j.opponent),
+                task_name(j.task),
+                esc(&j.setting),
+                j.n(),
+                pct(j.rate(j.win)),
+                pct(j.rate(j.tie)),
+                pct(j.rate(j.loss)),
+                pct(lo),
+                pct(hi)
+            );
+        }
+        s.push_str("</tbody></table>\n");
+    }
+    s.push_str("</body></html>\n");
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(model: &str, setting: &str, v: f64) -> Row {
+        Row {
+            model: model.into(),
+            task: Task::CoverageTest,
+            setting: setting.into(),
+            repo: ALL_REPOS.into(),
+            n: 10,
+            metrics: [
+                ("success_rate".to_string(), v),
+                ("execution_rate".to_string(), 1.0),
+            ]
+            .into_iter()
+            .collect(),
+        }
+    }
+
+    #[test]
+    fn settings_sort_by_budget() {
+        let mut s = vec!["128k", "8k", "po", "16k", "4k", "custom"];
+        s.sort_by(|a, b| setting_order(a, b));
+        assert_eq!(s, ["po", "4k", "8k", "16k", "128k", "custom"]);
+        assert!(is_budget("4k") && is_budget("128k") && !is_budget("po") && !is_budget("custom"));
+    }
+
+    #[test]
+    fn delta_max_and_min_against_po() {
+        let rows = vec![
+            row("m", "po", 0.5),
+            row("m", "4k", 0.6),
+            row("m", "8k", 0.8),
+            row("m", "16k", 0.4),
+            row("m", "32k", 0.8),
+            row("solo", "4k", 0.9),
+        ];
+        let u = utilization(&rows);
+        assert_eq!(u.len(), 1, "no PO row, no utilization");
+        assert!((u[0].delta_max - 0.3).abs() < 1e-9);
+        assert!((u[0].delta_min + 0.1).abs() < 1e-9);
+        assert_eq!(u[0].best_setting, "8k", "ties go to the smaller budget");
+        assert_eq!(u[0].worst_setting, "16k");
+    }
+
+    #[test]
+    fn html_is_self_contained_and_escaped() {
+        let report = Report {
+            rows: vec![
+                row("<m>", "po", 0.5),
+                row("<m>", "4k", 0.7),
+                row("b", "po", 0.1),
+            ],
+            ..Default::default()
+        };
+        let html = to_html(&report);
+        assert!(html.contains("<svg") && html.contains("polyline"));
+        assert!(html.contains("&lt;m&gt;") && !html.contains("<m>"));
+        assert!(!html.contains("src=") && !html.contains("href=") && !html.contains("<script"));
+        let md = to_markdown(&report);
+        assert!(
+            md.contains("| <m> | 4k | * | 10 | 100.0 | 70.0 | – |"),
+            "{md}"
+        );
+    }
+}

@@ -1,0 +1,580 @@
+//! Runs the real `clover-score` binary on crafted run results: the JSON, JSON Lines and table
+//! outputs, the HTML report in headless Chromium, and the LLM judge against a fake
+//! OpenAI-compatible server on loopback.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use clover_protocol::{
+    FileCoverage, LineRanges, Outcome, RecordKind, RecordReader, RunResult, ScoreRow, Task,
+    DEFAULT_MAX_LINE_BYTES, SCHEMA_VERSION,
+};
+use serde_json::{json, Value};
+
+#[allow(clippy::too_many_arguments)]
+fn result(
+    model: &str,
+    instance: &str,
+    task: Task,
+    setting: &str,
+    repo: &str,
+    outcome: Outcome,
+    answer: &str,
+    coverage: Vec<(&str, Vec<u32>)>,
+    scoring: Value,
+) -> RunResult {
+    RunResult {
+        kind: RecordKind::RunResult,
+        schema_version: SCHEMA_VERSION,
+        id: format!("{instance}@{model}"),
+        instance_id: instance.into(),
+        model: model.into(),
+        task: Some(task),
+        setting: setting.into(),
+        repo: repo.into(),
+        outcome,
+        tests: vec![],
+        coverage: coverage
+            .into_iter()
+            .map(|(p, l)| FileCoverage {
+                path: p.into(),
+                lines: LineRanges::from_lines(l),
+            })
+            .collect(),
+        limit_hit: None,
+        exit_code: Some(0),
+        signal: None,
+        candidate: Some(format!("import ledger\n{answer}")),
+        answer: Some(answer.into()),
+        message: None,
+        stdout_tail: String::new(),
+        stderr_tail: String::new(),
+        scoring: serde_json::from_value(scoring).unwrap(),
+        duration_secs: 0.1,
+    }
+}
+
+/// Results of an oracle and a baseline on every task, in PO and two budgets, two repos.
+fn results() -> Vec<RunResult> {
+    let mut out = Vec::new();
+    let cloze = json!({"reference": "total", "form": "binary", "operator": "==",
+        "other_operand": "ledger.total()", "other_is_constant": false,
+        "masked_line": "    assert ledger.total() == <MASK>"});
+    let target = json!({"target": {"name": "Ledger", "kind": "class",
+        "path": "src/ledger/accounts.py", "start_line": 10, "end_line": 30}});
+    let blocks =
+        json!({"blocks": [{"path": "src/ledger/money.py", "start_line": 101, "end_line": 106}]});
+    let cpp = json!({"focal_source": "src/ring_buffer.cc", "focal_coverage": [[1, 10]]});
+    for (k, setting) in ["po", "4k", "16k"].iter().enumerate() {
+        for repo in ["pyfix", "other"] {
+            let id = |t: &str| format!("{repo}/{t}#{setting}");
+            // The oracle: right everywhere, except Task III at PO in one repo.
+            out.push(result(
+                "oracle",
+                &id("c"),
+                Task::AssertionCloze,
+                setting,
+                repo,
+                Outcome::Passed,
+                "total",
+                vec![],
+                cloze.clone(),
+            ));
+            out.push(result(
+                "oracle",
+                &id("t"),
+                Task::TargetedTest,
+                setting,
+                repo,
+                Outcome::Passed,
+                "    led = Ledger()\n    assert led",
+                vec![("src/ledger/accounts.py", vec![10, 11, 12])],
+                target.clone(),
+            ));
+            let covered = if *setting == "po" && repo == "other" {
+                vec![101, 102]
+            } else {
+                (101..=106).collect()
+            };
+            out.push(result(
+                "oracle",
+                &id("b"),
+                Task::CoverageTest,
+                setting,
+                repo,
+                Outcome::Passed,
+                "    f()",
+                vec![("src/ledger/money.py", covered)],
+                blocks.clone(),
+            ));
+            out.push(result(
+                "oracle",
+                &id("x"),
+                Task::CppUnitTest,
+                setting,
+                repo,
+                Outcome::Passed,
+                "TEST(R, A) { GOOD(); }",
+                vec![("src/ring_buffer.cc", (1..=10).collect())],
+                cpp.clone(),
+            ));
+            // The baseline: runs, but trivially; better with more context in Task I.
+            let pred = if k == 2 && repo == "pyfix" {
+                "total"
+            } else {
+                "ledger.total()"
+            };
+            out.push(result(
+                "copy-operand",
+                &id("c"),
+                Task::AssertionCloze,
+                setting,
+                repo,
+                Outcome::Passed,
+                pred,
+                vec![],
+                cloze.clone(),
+            ));
+            out.push(result(
+                "copy-operand",
+                &id("t"),
+                Task::TargetedTest,
+                setting,
+                repo,
+                Outcome::Passed,
+                "    assert True",
+                vec![("src/ledger/accounts.py", vec![10])],
+                target.clone(),
+            ));
+            out.push(result(
+                "copy-operand",
+                &id("b"),
+                Task::CoverageTest,
+                setting,
+                repo,
+                Outcome::NoCode,
+                "",
+                vec![],
+                blocks.clone(),
+            ));
+            out.push(result(
+                "copy-operand",
+                &id("x"),
+                Task::CppUnitTest,
+                setting,
+                repo,
+                if repo == "pyfix" {
+                    Outcome::Passed
+                } else {
+                    Outcome::CompileError
+                },
+                "TEST(R, B) { BAD(); }",
+                vec![("src/ring_buffer.cc", vec![1, 2])],
+                cpp.clone(),
+            ));
+        }
+    }
+    out
+}
+
+fn write_results(dir: &Path) -> (String, String) {
+    let all = results();
+    let (a, b): (Vec<_>, Vec<_>) = all.into_iter().partition(|r| r.model == "oracle");
+    let write = |name: &str, rs: &[RunResult]| {
+        let p = dir.join(name);
+        let text: String = rs
+            .iter()
+            .map(|r| serde_json::to_string(r).unwrap() + "\n")
+            .collect();
+        std::fs::write(&p, text).unwrap();
+        p.display().to_string()
+    };
+    (write("oracle.jsonl", &a), write("baseline.jsonl", &b))
+}
+
+fn score(args: &[&str]) -> (String, String, i32) {
+    let out = Command::new(env!("CARGO_BIN_EXE_clover-score"))
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    (
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+        out.status.code().unwrap_or(-1),
+    )
+}
+
+fn row<'a>(rows: &'a [Value], model: &str, task: &str, setting: &str, repo: &str) -> &'a Value {
+    rows.iter()
+        .find(|r| {
+            r["model"] == model && r["task"] == task && r["setting"] == setting && r["repo"] == repo
+        })
+        .unwrap_or_else(|| panic!("no row {model}/{task}/{setting}/{repo}"))
+}
+
+#[test]
+fn json_table_and_jsonl_reports() {
+    let dir = tempfile::tempdir().unwrap();
+    let (oracle, baseline) = write_results(dir.path());
+    let (out, stderr, code) = score(&["--format", "json", "--by-repo", &oracle, &baseline]);
+    assert_eq!(code, 0, "{stderr}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    let rows = v["rows"].as_array().unwrap();
+    // 2 models × 4 tasks × 3 settings × (all + 2 repos).
+    assert_eq!(rows.len(), 2 * 4 * 3 * 3);
+    for r in rows {
+        for k in ["model", "task", "setting", "repo", "n", "metrics"] {
+            assert!(r.get(k).is_some(), "{k} in {r}");
+        }
+    }
+    let m = &row(rows, "oracle", "assertion_cloze", "po", "*")["metrics"];
+    assert_eq!(
+        (m["em"].as_f64(), m["er"].as_f64(), m["rer"].as_f64()),
+        (Some(1.0), Some(1.0), Some(1.0))
+    );
+    let m = &row(rows, "copy-operand", "assertion_cloze", "po", "*")["metrics"];
+    assert_eq!(
+        (m["em"].as_f64(), m["er"].as_f64(), m["rer"].as_f64()),
+        (Some(0.0), Some(1.0), Some(0.0))
+    );
+    let m = &row(rows, "copy-operand", "assertion_cloze", "16k", "pyfix")["metrics"];
+    assert_eq!(m["em"].as_f64(), Some(1.0));
+    let m = &row(rows, "oracle", "coverage_test", "po", "*")["metrics"];
+    assert_eq!(
+        (m["execution_rate"].as_f64(), m["success_rate"].as_f64()),
+        (Some(1.0), Some(0.5))
+    );
+    let m = &row(rows, "copy-operand", "targeted_test", "4k", "*")["metrics"];
+    assert_eq!(
+        (m["execution_rate"].as_f64(), m["success_rate"].as_f64()),
+        (Some(1.0), Some(0.0))
+    );
+    let m = &row(rows, "copy-operand", "coverage_test", "4k", "other")["metrics"];
+    assert_eq!(m["no_code_rate"].as_f64(), Some(1.0));
+    let m = &row(rows, "copy-operand", "cpp_unit_test", "po", "*")["metrics"];
+    assert_eq!(
+        (
+            m["compile_rate"].as_f64(),
+            m["pass_rate"].as_f64(),
+            m["focal_coverage_vs_gt"].as_f64()
+        ),
+        (Some(0.5), Some(0.5), Some(0.2))
+    );
+    // Context utilization: oracle Task III goes from 50% at PO to 100% with context.
+    let u = v["utilization"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|u| u["model"] == "oracle" && u["task"] == "coverage_test" && u["repo"] == "*")
+        .unwrap();
+    assert_eq!(
+        (u["delta_max"].as_f64(), u["delta_min"].as_f64()),
+        (Some(0.5), Some(0.5))
+    );
+    assert_eq!(u["best_setting"], "4k");
+
+    // The same input gives the same bytes.
+    let (again, _, _) = score(&["--format", "json", "--by-repo", &oracle, &baseline]);
+    assert_eq!(out, again);
+
+    // ScoreRow records read back through the wire types.
+    let (out, _, code) = score(&["--format", "jsonl", &oracle, &baseline]);
+    assert_eq!(code, 0);
+    let mut reader = RecordReader::new(out.as_bytes(), "rows", DEFAULT_MAX_LINE_BYTES);
+    let mut score_rows = Vec::new();
+    while let Some(r) = reader.next_record::<ScoreRow>() {
+        score_rows.push(r.unwrap().1);
+    }
+    assert!(score_rows
+        .iter()
+        .any(|r| r.id == "oracle/coverage_test/po/*" && r.n == 2));
+    assert!(score_rows
+        .iter()
+        .any(|r| r.setting == "delta" && r.metrics.contains_key("delta_max")));
+
+    // The table, from stdin.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_clover-score"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let text = std::fs::read(&oracle).unwrap();
+    child.stdin.take().unwrap().write_all(&text).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let table = String::from_utf8(out.stdout).unwrap();
+    assert!(table.contains("## Task I: assertion cloze"), "{table}");
+    assert!(
+        table.contains("| oracle | po | * | 2 | 100.0 | 100.0 | 100.0 | 0.0 |"),
+        "{table}"
+    );
+    assert!(table.contains("Context utilization"));
+}
+
+#[test]
+fn bad_records_are_reported_and_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    let (oracle, _) = write_results(dir.path());
+    let mut text = std::fs::read_to_string(&oracle).unwrap();
+    text.push_str("{\"kind\": \"run_result\", oops\n");
+    std::fs::write(&oracle, text).unwrap();
+    let (out, stderr, code) = score(&["--format", "json", &oracle]);
+    assert_eq!(code, 3, "{stderr}");
+    assert!(stderr.contains("oracle.jsonl:25"), "{stderr}");
+    assert!(out.contains("\"rows\""));
+    let (_, _, code) = score(&["--on-error", "stop", &oracle]);
+    assert_eq!(code, 4);
+}
+
+/// Chromium, when installed (`cargo xtask setup` installs it).
+fn chromium() -> Option<&'static str> {
+    let found = ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
+        .into_iter()
+        .find(|c| Path::new(c).exists());
+    clover_testkit::require("chromium", found)
+}
+
+#[test]
+fn html_report_renders_in_headless_chromium() {
+    let Some(chromium) = chromium() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let (oracle, baseline) = write_results(dir.path());
+    let html = dir.path().join("report.html");
+    let (_, stderr, code) = score(&[
+        "--format",
+        "html",
+        "-o",
+        html.to_str().unwrap(),
+        &oracle,
+        &baseline,
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let page = std::fs::read_to_string(&html).unwrap();
+    for external in ["src=", "href=", "<link", "<script", "url(", "@import"] {
+        assert!(!page.contains(external), "self-contained: no `{external}`");
+    }
+
+    let profile = tempfile::tempdir().unwrap();
+    let shot = dir.path().join("report.png");
+    let run = |extra: &[&str]| {
+        let mut cmd = Command::new(chromium);
+        cmd.args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--disable-extensions",
+            "--enable-logging=stderr",
+            "--v=0",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .args(extra)
+        .arg(format!("file://{}", html.display()))
+        .stdin(Stdio::null());
+        let out = cmd.output().expect("chromium runs");
+        (
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (dom, log) = run(&["--dump-dom"]);
+    // One plot per task, each with a line per model.
+    assert_eq!(dom.matches("<svg").count(), 4, "{dom}");
+    assert_eq!(dom.matches("class=\"series\"").count(), 8);
+    assert!(dom.contains("data-model=\"copy-operand\""));
+    assert!(dom.contains("<table>"));
+    let console: Vec<&str> = log.lines().filter(|l| l.contains(":CONSOLE")).collect();
+    assert!(console.is_empty(), "console messages: {console:?}");
+    let (_, log) = run(&[
+        &format!("--screenshot={}", shot.display()),
+        "--window-size=1000,1400",
+    ]);
+    let png = std::fs::read(&shot).unwrap_or_else(|_| panic!("no screenshot: {log}"));
+    assert!(
+        png.starts_with(b"\x89PNG") && png.len() > 10_000,
+        "a real picture"
+    );
+    if let Ok(keep) = std::env::var("CLOVER_KEEP_REPORT") {
+        std::fs::copy(&shot, keep).unwrap();
+    }
+}
+
+/// A judge on 127.0.0.1 that prefers the candidate holding `GOOD();`, and otherwise always
+/// answers `A` (a position-biased judge). Stops when dropped, or after 60 s.
+struct FakeJudge {
+    port: u16,
+    stop: Arc<AtomicBool>,
+}
+
+impl FakeJudge {
+    fn start() -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let stop = Arc::new(AtomicBool::new(false));
+        let s = Arc::clone(&stop);
+        thread::spawn(move || {
+            let deadline = Instant::now() + Duration::from_secs(60);
+            while !s.load(Ordering::Relaxed) && Instant::now() < deadline {
+                match listener.accept() {
+                    Ok((stream, _)) => {
+                        thread::spawn(move || {
+                            stream.set_nonblocking(false).unwrap();
+                            let mut reader = BufReader::new(stream.try_clone().unwrap());
+                            let mut length = 0;
+                            loop {
+                                let mut line = String::new();
+                                if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                                    return;
+                                }
+                                if let Some(v) =
+                                    line.to_ascii_lowercase().strip_prefix("content-length:")
+                                {
+                                    length = v.trim().parse().unwrap();
+                                }
+                                if line == "\r\n" {
+                                    break;
+                                }
+                            }
+                            let mut body = vec![0; length];
+                            reader.read_exact(&mut body).unwrap();
+                            let req: Value = serde_json::from_slice(&body).unwrap();
+                            let prompt = req["messages"][1]["content"].as_str().unwrap();
+                            let a = prompt
+                                .split("### Candidate A")
+                                .nth(1)
+                                .unwrap()
+                                .split("### Candidate B")
+                                .next()
+                                .unwrap();
+                            let b = prompt.split("### Candidate B").nth(1).unwrap();
+                            let verdict = if a.contains("GOOD();") && !b.contains("GOOD();") {
+                                "A"
+                            } else if b.contains("GOOD();") && !a.contains("GOOD();") {
+                                "**B**"
+                            } else {
+                                "A"
+                            };
+                            let body = json!({"choices": [{"message": {"role": "assistant", "content": verdict}}]}).to_string();
+                            let mut stream = stream;
+                            let _ = write!(stream, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len());
+                        });
+                    }
+                    Err(_) => thread::sleep(Duration::from_millis(5)),
+                }
+            }
+        });
+        FakeJudge { port, stop }
+    }
+}
+
+impl Drop for FakeJudge {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+#[test]
+fn llm_judge_pairs_in_both_orders() {
+    let judge = FakeJudge::start();
+    let dir = tempfile::tempdir().unwrap();
+    // Three models on C++: `good` writes GOOD();, `bad` and `worse` do not. The oracle's
+    // answers are the ground truth and are not judged themselves.
+    let cpp = json!({"focal_source": "src/ring_buffer.cc"});
+    let mut rs = Vec::new();
+    for k in 0..6 {
+        let id = format!("cppfix/src/ring_buffer.cc#chunk{k}@po");
+        for (model, answer) in [
+            ("oracle", "TEST(R, T) { GOOD(); }"),
+            ("good", "TEST(R, A) { GOOD(); }"),
+            ("bad", "TEST(R, B) { BAD(); }"),
+            ("worse", "TEST(R, C) { }"),
+        ] {
+            rs.push(result(
+                model,
+                &id,
+                Task::CppUnitTest,
+                "po",
+                "cppfix",
+                Outcome::Passed,
+                answer,
+                vec![],
+                cpp.clone(),
+            ));
+        }
+    }
+    let input = dir.path().join("results.jsonl");
+    std::fs::write(
+        &input,
+        rs.iter()
+            .map(|r| serde_json::to_string(r).unwrap() + "\n")
+            .collect::<String>(),
+    )
+    .unwrap();
+    let url = format!("http://127.0.0.1:{}/v1", judge.port);
+    let (out, stderr, code) = score(&[
+        "--format",
+        "json",
+        "--judge",
+        "openai",
+        "--judge-base-url",
+        &url,
+        "--judge-model-name",
+        "judge",
+        "--judge-concurrency",
+        "3",
+        input.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    let judge_rows = v["judge"].as_array().unwrap();
+    let find = |m: &str, o: &str| {
+        judge_rows
+            .iter()
+            .find(|r| r["model"] == m && r["opponent"] == o)
+            .unwrap_or_else(|| panic!("no {m} vs {o}: {judge_rows:?}"))
+    };
+    let g = find("good", "bad");
+    assert_eq!(
+        (g["win"].as_u64(), g["tie"].as_u64(), g["loss"].as_u64()),
+        (Some(6), Some(0), Some(0))
+    );
+    let ci = g["win_ci95"].as_array().unwrap();
+    assert!(
+        ci[0].as_f64().unwrap() > 0.5 && ci[1].as_f64() == Some(1.0),
+        "{ci:?}"
+    );
+    assert_eq!(find("bad", "good")["loss"].as_u64(), Some(6));
+    // The position-biased judge says A in both orders: a tie, not a win.
+    let t = find("bad", "worse");
+    assert_eq!(
+        (t["win"].as_u64(), t["tie"].as_u64(), t["loss"].as_u64()),
+        (Some(0), Some(6), Some(0))
+    );
+    assert!(judge_rows
+        .iter()
+        .all(|r| r["model"] != "oracle" && r["opponent"] != "oracle"));
+    let (table, _, _) = score(&[
+        "--judge",
+        "openai",
+        "--judge-base-url",
+        &url,
+        "--judge-model-name",
+        "judge",
+        input.to_str().unwrap(),
+    ]);
+    assert!(
+        table.contains("LLM judge")
+            && table.contains("| good | bad | cpp_unit_test | po | 6 | 100.0 | 0.0 | 0.0 |"),
+        "{table}"
+    );
+}

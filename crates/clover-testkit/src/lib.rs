@@ -1,0 +1,96 @@
+//! Test support shared by clover's crates (a dev-dependency only).
+//!
+//! `cargo xtask setup` installs what tests need and `cargo xtask test` tells them where, through
+//! environment variables. A test that needs a tool asks here: when the tool is missing it is
+//! skipped with a printed reason — unless `CLOVER_REQUIRE_TOOLS=1` (set by `cargo xtask test`
+//! and so by CI), where a missing tool fails the test, so no check can quietly stop running.
+//!
+//! It deliberately holds no test logic: only where things are.
+
+use std::path::{Path, PathBuf};
+
+/// The workspace root.
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .and_then(Path::parent)
+        .expect("clover-testkit lives in crates/")
+        .to_path_buf()
+}
+
+/// A fixture repository, e.g. `fixture("python")`.
+pub fn fixture(name: &str) -> PathBuf {
+    workspace_root().join("fixtures").join(name)
+}
+
+/// Whether a missing tool must fail the test instead of skipping it.
+pub fn tools_required() -> bool {
+    std::env::var_os("CLOVER_REQUIRE_TOOLS").is_some_and(|v| v == "1")
+}
+
+/// `Some(value)`, or a skip (`None`, with the reason printed) or a failure when tools are
+/// required.
+pub fn require<T>(what: &str, value: Option<T>) -> Option<T> {
+    if value.is_none() {
+        if tools_required() {
+            panic!("{what} is missing, and CLOVER_REQUIRE_TOOLS=1: run `cargo xtask setup`");
+        }
+        eprintln!("skipped: {what} is missing (run `cargo xtask setup`)");
+    }
+    value
+}
+
+fn from_env_or(var: &str, default: PathBuf) -> Option<PathBuf> {
+    let p = std::env::var_os(var).map(PathBuf::from).unwrap_or(default);
+    p.exists().then_some(p)
+}
+
+/// The Python of the test environment (pytest, pytest-cov, coverage, sentencepiece).
+pub fn python() -> Option<PathBuf> {
+    require(
+        "the test Python environment",
+        from_env_or(
+            "CLOVER_PYTHON",
+            workspace_root().join("target/clover-venv/bin/python"),
+        ),
+    )
+}
+
+/// The Mistral-7B tokenizer model.
+pub fn tokenizer_model() -> Option<PathBuf> {
+    require(
+        "the tokenizer model",
+        from_env_or(
+            "CLOVER_TOKENIZER",
+            workspace_root().join("target/clover-data/tokenizer.model.v1"),
+        ),
+    )
+}
+
+/// The manifest of the corpus packages made ready by `cargo xtask corpus`.
+pub fn corpus_manifest() -> Option<PathBuf> {
+    require(
+        "the corpus (cargo xtask corpus)",
+        from_env_or(
+            "CLOVER_CORPUS",
+            workspace_root().join("target/corpus/clover.toml"),
+        ),
+    )
+}
+
+/// Whether we run as root (the sandbox needs it).
+pub fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("Uid:"))
+                .map(|l| l.split_whitespace().nth(2) == Some("0"))
+        })
+        .unwrap_or(false)
+}
+
+/// `Some(())` when running as root; a skip or failure otherwise.
+pub fn root() -> Option<()> {
+    require("root (the sandbox needs it)", is_root().then_some(()))
+}
