@@ -33,8 +33,8 @@ pub use records::{
     AssertionForm, AssertionSite, CalibratedProblem, Chunk, ContextTier, CppProblem, Exclusion,
     ExclusionReason, ExecSpec, FileCoverage, FileTier, GTestCase, Instance, Language, LimitHit,
     Message, Operand, Outcome, Problem, PythonProblem, Record, RecordKind, RepoRef, Response,
-    RunResult, ScoreRow, Span, Target, TargetKind, Task, TestCase, TestOutcome, UniqueBlock,
-    SCHEMA_VERSION,
+    RunResult, ScoreRow, SftExample, Span, Target, TargetKind, Task, TestCase, TestOutcome,
+    UniqueBlock, SCHEMA_VERSION,
 };
 pub use shard::{fnv1a64, Shard};
 pub use stage::{exit, finish_main, OnError, StageArgs, StageIo, Stopped};

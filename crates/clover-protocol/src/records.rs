@@ -21,6 +21,7 @@ pub enum RecordKind {
     Response,
     RunResult,
     ScoreRow,
+    SftExample,
 }
 
 impl RecordKind {
@@ -33,6 +34,7 @@ impl RecordKind {
             RecordKind::Response => "response",
             RecordKind::RunResult => "run_result",
             RecordKind::ScoreRow => "score_row",
+            RecordKind::SftExample => "sft_example",
         }
     }
 }
@@ -78,6 +80,7 @@ record!(Instance, RecordKind::Instance);
 record!(Response, RecordKind::Response);
 record!(RunResult, RecordKind::RunResult);
 record!(ScoreRow, RecordKind::ScoreRow);
+record!(SftExample, RecordKind::SftExample);
 
 /// The language of a repository and of its problems.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -391,6 +394,22 @@ pub struct Instance {
     pub exec: ExecSpec,
     /// Task-specific facts the scorer needs, as plain JSON values keyed by name.
     pub scoring: BTreeMap<String, serde_json::Value>,
+}
+
+/// A supervised fine-tuning pair: an instance's chat messages with the ground truth as the
+/// assistant turn, and the split its repository falls in.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SftExample {
+    pub kind: RecordKind,
+    pub schema_version: u32,
+    /// The instance id.
+    pub id: String,
+    pub repo: String,
+    /// `train`, `eval` or `test`.
+    pub split: String,
+    pub task: Task,
+    pub setting: String,
+    pub messages: Vec<Message>,
 }
 
 /// A model's answer to one instance.

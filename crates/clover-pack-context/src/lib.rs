@@ -1,0 +1,273 @@
+//! pack-context: calibrated problems in, task instances with prompts out.
+//!
+//! For each repository it builds the benchmark's tasks from the problems calibrate kept:
+//!
+//! - **Task I, assertion cloze** — one operand of an assertion masked; the masked assertion is
+//!   the last line shown. References that occur in more than 1% of the repository's
+//!   candidates are dropped; the rest are sampled with probability proportional to their
+//!   length, at most 50 per repository. Output reserve: 200 tokens.
+//! - **Task II, targeted test** — write a test that uses a given class or function, as the
+//!   body only (`part`) or as a whole file (`full`); the file defining the target always goes
+//!   in first. At most 25 per repository. Output reserve: 4000 tokens.
+//! - **Task III, coverage test** — write a test that executes up to 10 given unique blocks.
+//!   At most 25 per repository. Output reserve: 4000 tokens.
+//! - **C++ unit test** — one instance per source chunk with k few-shot demonstrations from
+//!   other pairs; the chunk answers are appended into one test file (the join rule is in
+//!   the scoring spec).
+//!
+//! Each instance is built for problem-only (`po`) and for context lengths (`4k` … `128k`):
+//! whole source files are packed in tier order (required, `peer`, `other`, `repo`; seeded
+//! order within a tier) until the budget — the length less the output reserve and the
+//! problem's own text — is spent. Token counts use the real Mistral-7B SentencePiece model
+//! unless `--tokenizer` says otherwise, and an instance's prompt never exceeds its setting.
+//! Every random choice comes from a SplitMix64 stream keyed by the seed and by what is being
+//! chosen, so the same input and seed give the same bytes, whatever the order, the shard or
+//! the platform.
+//!
+//! Prompts are written as plain text and as chat messages; `--format sft` writes fine-tuning
+//! examples (the ground truth as the assistant turn) split by repository instead.
+//!
+//! It deliberately does not run anything, parse source code, or read files other than the
+//! repository sources the calibrated records name: what the tests cover, which blocks are
+//! unique and which targets a test uses all come from calibrate.
+//!
+//! Memory holds one repository's records at a time; a stream must keep each repository's
+//! records together (extract and calibrate write them that way).
+
+mod build;
+mod pack;
+mod prompt;
+mod python;
+mod rng;
+mod setting;
+mod sft;
+mod source;
+mod tasks;
+mod tokenizer;
+
+use std::collections::HashSet;
+use std::time::Instant;
+
+use anyhow::Context;
+use clover_manifest::RepoConfig;
+use clover_protocol::{CalibratedProblem, Instance, Shard, StageArgs, StageIo, Task};
+
+pub use build::{PackError, Packer, Summary};
+pub use pack::Draft;
+pub use prompt::{code_block, fence, file_block};
+pub use rng::{Rng, WeightedDraws};
+pub use setting::{parse_settings, Setting};
+pub use sft::{sft_example, split_of, SplitRatios};
+pub use source::{RepoSources, SourceFile};
+pub use tasks::{CLOZE_RESERVE, MASK, WRITE_RESERVE};
+pub use tokenizer::{
+    default_data_dirs, default_model_path, Tokenizer, TokenizerError, MISTRAL_MODEL_FILE,
+};
+
+/// The name diagnostics start with.
+pub const TOOL: &str = "clover-pack-context";
+
+/// What to build and how.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub seed: u64,
+    /// Tasks to build, in output order within a problem.
+    pub tasks: Vec<Task>,
+    /// Settings for every task, replacing the per-task defaults.
+    pub settings: Option<Vec<Setting>>,
+    pub cloze_per_repo: usize,
+    pub targeted_per_repo: usize,
+    pub coverage_per_repo: usize,
+    /// Task I drops references that occur in more than this share of a repository's
+    /// candidates.
+    pub max_reference_share: f64,
+    /// Task II answer formats (`part`, `full`).
+    pub answer_formats: Vec<String>,
+    /// Few-shot demonstrations per C++ instance.
+    pub shots: usize,
+    /// A demonstration longer than this many tokens is not used.
+    pub shot_max_tokens: usize,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            seed: 0,
+            tasks: vec![
+                Task::AssertionCloze,
+                Task::TargetedTest,
+                Task::CoverageTest,
+                Task::CppUnitTest,
+            ],
+            settings: None,
+            cloze_per_repo: 50,
+            targeted_per_repo: 25,
+            coverage_per_repo: 25,
+            max_reference_share: 0.01,
+            answer_formats: vec!["part".into(), "full".into()],
+            shots: 2,
+            shot_max_tokens: 3000,
+        }
+    }
+}
+
+impl Options {
+    /// The settings a task is built for: `--settings` if given, else the task's defaults.
+    ///
+    /// Defaults: problem-only and 4k–128k for Task I; Task II starts at 8k because 4k less its
+    /// 4000-token output reserve leaves no room for a prompt; Task III uses 64k and 128k as
+    /// CLOVER does; the C++ task is problem-only with few-shot demonstrations, as in
+    /// CPP-UT-Bench.
+    pub fn settings_for(&self, task: Task) -> Vec<Setting> {
+        if let Some(s) = &self.settings {
+            return s.clone();
+        }
+        let list = match task {
+            Task::AssertionCloze => "po,4k,8k,16k,32k,64k,128k",
+            Task::TargetedTest => "po,8k,16k,32k,64k,128k",
+            Task::CoverageTest => "po,64k,128k",
+            Task::CppUnitTest => "po",
+        };
+        parse_settings(list).expect("the defaults parse")
+    }
+}
+
+/// What the stage writes.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum OutputFormat {
+    Instances,
+    Sft(SplitRatios),
+}
+
+/// Reads calibrated problems from `args`' input, builds instances and writes them (or
+/// fine-tuning examples) to its output. Returns the exit code and the run's summary.
+///
+/// `--shard` applies to the instances written, not to the problems read: every shard sees the
+/// whole repository, so the per-repository sampling is the same in each, and the shards'
+/// outputs together are exactly the unsharded output.
+pub fn run(
+    args: &StageArgs,
+    options: Options,
+    repos: Vec<RepoConfig>,
+    tokenizer: &Tokenizer,
+    format: OutputFormat,
+) -> anyhow::Result<(u8, Summary)> {
+    let mut read_args = args.clone();
+    let shard: Option<Shard> = read_args.shard.take();
+    let mut io = StageIo::open(TOOL, &read_args).context("cannot open input or output")?;
+    let mut packer = Packer::new(tokenizer, options, repos);
+    let mut batch: Vec<CalibratedProblem> = Vec::new();
+    let mut finished: HashSet<String> = HashSet::new();
+    let mut excluded = 0u64;
+
+    let flush = |batch: &mut Vec<CalibratedProblem>,
+                 io: &mut StageIo,
+                 packer: &mut Packer|
+     -> anyhow::Result<()> {
+        let Some(repo) = batch.first().map(|r| r.repo.clone()) else {
+            return Ok(());
+        };
+        let done = io.done_ids().clone();
+        let mut want = |id: &str| !done.contains(id) && shard.is_none_or(|s| s.contains(id));
+        let mut emit = |instance: Instance| -> anyhow::Result<()> {
+            match format {
+                OutputFormat::Instances => io.writer.write(&instance)?,
+                OutputFormat::Sft(ratios) => io.writer.write(&sft_example(&instance, ratios))?,
+            }
+            Ok(())
+        };
+        packer.pack_repo(&repo, batch, &mut want, &mut emit)?;
+        batch.clear();
+        Ok(())
+    };
+
+    while let Some((line, record)) = io.next_record::<CalibratedProblem>()? {
+        if record.exclusion.is_some() {
+            excluded += 1;
+            continue;
+        }
+        if batch.first().is_some_and(|b| b.repo != record.repo) {
+            let repo = batch[0].repo.clone();
+            flush(&mut batch, &mut io, &mut packer)?;
+            finished.insert(repo);
+        }
+        if finished.contains(&record.repo) {
+            io.report_failed(
+                line,
+                &record.id,
+                &format!(
+                    "the records of repository `{}` are not together in the input; sort it by \
+                     repository (`clover calibrate` writes them that way)",
+                    record.repo
+                ),
+            );
+            continue;
+        }
+        batch.push(record);
+    }
+    flush(&mut batch, &mut io, &mut packer)?;
+    let mut summary = packer.summary.clone();
+    summary.excluded = excluded;
+    let code = io.finish()?;
+    Ok((code, summary))
+}
+
+/// Throughput of pack-context on one input file, for `cargo xtask bench`: builds every
+/// instance in memory (nothing written) and returns the summary with the elapsed seconds.
+/// Tokens per second is `summary.prompt_tokens / secs`; instances per second is
+/// `summary.total_instances() / secs`.
+pub fn measure(
+    input: &[CalibratedProblem],
+    options: Options,
+    repos: Vec<RepoConfig>,
+    tokenizer: &Tokenizer,
+) -> Result<(Summary, f64), PackError> {
+    let start = Instant::now();
+    let mut packer = Packer::new(tokenizer, options, repos);
+    let mut i = 0;
+    while i < input.len() {
+        let repo = input[i].repo.clone();
+        let mut j = i;
+        while j < input.len() && input[j].repo == repo {
+            j += 1;
+        }
+        let kept: Vec<CalibratedProblem> = input[i..j]
+            .iter()
+            .filter(|r| r.exclusion.is_none())
+            .cloned()
+            .collect();
+        packer.pack_repo(&repo, &kept, &mut |_| true, &mut |_| Ok(()))?;
+        i = j;
+    }
+    Ok((packer.summary, start.elapsed().as_secs_f64()))
+}
+
+/// Prints a run's summary on stderr.
+pub fn print_summary(summary: &Summary, secs: f64) {
+    let per_task: Vec<String> = summary
+        .instances
+        .iter()
+        .map(|(t, n)| format!("{t} {n}"))
+        .collect();
+    eprintln!(
+        "{TOOL}: {} instance(s) ({}) from {} problem(s) in {} repositor{}; {} excluded by \
+         calibrate; {} prompt tokens in {secs:.2}s",
+        summary.total_instances(),
+        if per_task.is_empty() {
+            "none".to_string()
+        } else {
+            per_task.join(", ")
+        },
+        summary.problems,
+        summary.repos,
+        if summary.repos == 1 { "y" } else { "ies" },
+        summary.excluded,
+        summary.prompt_tokens,
+    );
+    for (why, n) in &summary.skipped {
+        eprintln!("{TOOL}: skipped {n}: {why}");
+    }
+    for f in &summary.unusable_files {
+        eprintln!("{TOOL}: warning: source file left out of contexts: {f}");
+    }
+}
