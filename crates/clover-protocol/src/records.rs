@@ -139,7 +139,7 @@ pub struct PythonProblem {
     /// The problem file written next to the original, relative to the repository root.
     pub problem_file: String,
     /// The node id that runs the test inside the problem file, e.g.
-    /// `tests/tmp_test_core_3.py::TestX::test_y`.
+    /// `tests/tmp_test_test_core_3.py::TestX::test_y` (the whole stem of `test_core.py`).
     pub node_id: String,
     /// The whole problem file.
     pub problem_text: String,

@@ -1,0 +1,453 @@
+//! What per-test coverage says about a test among its peers: context tiers, unique blocks and
+//! targets. Pure functions of coverage data and source text; nothing here runs anything.
+
+use std::collections::BTreeMap;
+
+use clover_protocol::{
+    ContextTier, FileCoverage, FileTier, LineRanges, RepoRef, Target, TargetKind, UniqueBlock,
+};
+
+/// Covered lines per source file (repository-relative path).
+pub type CoverageMap = BTreeMap<String, LineRanges>;
+
+/// A unique block must hold at least this many executable lines.
+pub const MIN_BLOCK_LINES: usize = 5;
+/// At most this many unique blocks are kept per problem.
+pub const MAX_BLOCKS: usize = 10;
+
+/// A coverage map as wire records, files in path order, empty files left out.
+pub fn to_records(map: &CoverageMap) -> Vec<FileCoverage> {
+    map.iter()
+        .filter(|(_, lines)| !lines.is_empty())
+        .map(|(path, lines)| FileCoverage {
+            path: path.clone(),
+            lines: lines.clone(),
+        })
+        .collect()
+}
+
+/// Lines of `base` in `path` that no peer covers.
+fn unique_lines(path: &str, base: &CoverageMap, peers: &[&CoverageMap]) -> LineRanges {
+    let Some(mine) = base.get(path) else {
+        return LineRanges::new();
+    };
+    let mut covered_by_peers = LineRanges::new();
+    for peer in peers {
+        if let Some(lines) = peer.get(path) {
+            covered_by_peers = covered_by_peers.union(lines);
+        }
+    }
+    mine.difference(&covered_by_peers)
+}
+
+/// The tier of every source file for one test: `repo` when the test covers exactly what the
+/// empty test covers, `peer` when it covers a line no peer covers, `other` otherwise.
+pub fn tiers(
+    source_files: &[String],
+    base: &CoverageMap,
+    empty: &CoverageMap,
+    peers: &[&CoverageMap],
+) -> Vec<FileTier> {
+    let none = LineRanges::new();
+    let mut out: Vec<FileTier> = source_files
+        .iter()
+        .map(|path| {
+            let mine = base.get(path).unwrap_or(&none);
+            let tier = if mine == empty.get(path).unwrap_or(&none) {
+                ContextTier::Repo
+            } else if !unique_lines(path, base, peers).is_empty() {
+                ContextTier::Peer
+            } else {
+                ContextTier::Other
+            };
+            FileTier {
+                path: path.clone(),
+                tier,
+            }
+        })
+        .collect();
+    out.sort_by(|a, b| a.path.cmp(&b.path));
+    out
+}
+
+/// Maximal runs of at least [`MIN_BLOCK_LINES`] executable lines covered by this test and by
+/// no peer. Lines that are not executable (blank lines, comments, a `def` continuation) do not
+/// break a run; the run's span goes from its first to its last executable line. At most
+/// [`MAX_BLOCKS`], the largest first, ties by path and line.
+pub fn unique_blocks(
+    base: &CoverageMap,
+    peers: &[&CoverageMap],
+    executable: &CoverageMap,
+    source: impl Fn(&str) -> Option<String>,
+) -> Vec<UniqueBlock> {
+    // (executable lines in the block, path, start, end)
+    let mut found: Vec<(usize, String, u32, u32)> = Vec::new();
+    for path in base.keys() {
+        let unique = unique_lines(path, base, peers);
+        if unique.is_empty() {
+            continue;
+        }
+        // Without executable-line data, the covered lines themselves are the executable ones
+        // we know of.
+        let exec_lines: Vec<u32> = match executable.get(path) {
+            Some(e) => e.union(&unique).iter().collect(),
+            None => base[path].iter().collect(),
+        };
+        let mut run: Vec<u32> = Vec::new();
+        let mut flush = |run: &mut Vec<u32>| {
+            if run.len() >= MIN_BLOCK_LINES {
+                found.push((
+                    run.len(),
+                    path.clone(),
+                    run[0],
+                    *run.last().expect("non-empty"),
+                ));
+            }
+            run.clear();
+        };
+        for line in exec_lines {
+            if unique.contains(line) {
+                run.push(line);
+            } else {
+                flush(&mut run);
+            }
+        }
+        flush(&mut run);
+    }
+    found.sort_by(|a, b| {
+        b.0.cmp(&a.0)
+            .then_with(|| a.1.cmp(&b.1))
+            .then(a.2.cmp(&b.2))
+    });
+    found.truncate(MAX_BLOCKS);
+    found
+        .into_iter()
+        .map(|(_, path, start, end)| {
+            let code = source(&path)
+                .map(|text| {
+                    text.lines()
+                        .skip(start as usize - 1)
+                        .take((end - start + 1) as usize)
+                        .collect::<Vec<_>>()
+                        .join("\n")
+                        + "\n"
+                })
+                .unwrap_or_default();
+            UniqueBlock {
+                path,
+                start_line: start,
+                end_line: end,
+                code,
+            }
+        })
+        .collect()
+}
+
+/// A top-level class or function of a Python module.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Definition {
+    pub name: String,
+    pub kind: TargetKind,
+    /// The whole definition with its decorators.
+    pub start_line: u32,
+    pub end_line: u32,
+    /// The body only: what runs when the function is called (or, for a class, its methods and
+    /// class-level statements).
+    pub body_start: u32,
+    pub body_end: u32,
+}
+
+/// The top-level classes and functions of a Python source, found with tree-sitter.
+pub fn definitions(source: &str) -> Vec<Definition> {
+    let mut parser = tree_sitter::Parser::new();
+    if parser
+        .set_language(&tree_sitter_python::LANGUAGE.into())
+        .is_err()
+    {
+        return Vec::new();
+    }
+    let Some(tree) = parser.parse(source, None) else {
+        return Vec::new();
+    };
+    let root = tree.root_node();
+    let mut out = Vec::new();
+    let mut cursor = root.walk();
+    for node in root.named_children(&mut cursor) {
+        let (outer, def) = if node.kind() == "decorated_definition" {
+            match node.child_by_field_name("definition") {
+                Some(d) => (node, d),
+                None => continue,
+            }
+        } else {
+            (node, node)
+        };
+        let kind = match def.kind() {
+            "function_definition" => TargetKind::Function,
+            "class_definition" => TargetKind::Class,
+            _ => continue,
+        };
+        let (Some(name), Some(body)) = (
+            def.child_by_field_name("name"),
+            def.child_by_field_name("body"),
+        ) else {
+            continue;
+        };
+        let Ok(name) = name.utf8_text(source.as_bytes()) else {
+            continue;
+        };
+        out.push(Definition {
+            name: name.to_string(),
+            kind,
+            start_line: outer.start_position().row as u32 + 1,
+            end_line: outer.end_position().row as u32 + 1,
+            body_start: body.start_position().row as u32 + 1,
+            body_end: body.end_position().row as u32 + 1,
+        });
+    }
+    out
+}
+
+/// The repository classes and functions a test references whose body it executes beyond what
+/// the empty test executes. One target per referenced name, in the order of the references.
+pub fn targets(
+    refs: &[RepoRef],
+    definitions_in: impl Fn(&str) -> Vec<Definition>,
+    base: &CoverageMap,
+    empty: &CoverageMap,
+) -> Vec<Target> {
+    let none = LineRanges::new();
+    let mut out: Vec<Target> = Vec::new();
+    for r in refs {
+        let Some(path) = &r.file else { continue };
+        let beyond_empty = base
+            .get(path)
+            .unwrap_or(&none)
+            .difference(empty.get(path).unwrap_or(&none));
+        if beyond_empty.is_empty() {
+            continue;
+        }
+        for def in definitions_in(path) {
+            if def.name != r.name {
+                continue;
+            }
+            let runs_body = (def.body_start..=def.body_end).any(|l| beyond_empty.contains(l));
+            let seen = out.iter().any(|t| t.name == def.name && &t.path == path);
+            if runs_body && !seen {
+                out.push(Target {
+                    name: def.name.clone(),
+                    kind: def.kind,
+                    path: path.clone(),
+                    start_line: def.start_line,
+                    end_line: def.end_line,
+                });
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cov(entries: &[(&str, &[u32])]) -> CoverageMap {
+        entries
+            .iter()
+            .map(|(p, l)| (p.to_string(), LineRanges::from_lines(l.iter().copied())))
+            .collect()
+    }
+
+    #[test]
+    fn tiers_follow_the_three_rules() {
+        let files: Vec<String> = ["a.py", "b.py", "c.py", "d.py"].map(String::from).to_vec();
+        let empty = cov(&[("a.py", &[1, 2])]);
+        // a.py: same as empty -> repo. b.py: line 7 only t covers -> peer.
+        // c.py: t covers 3, a peer covers 3 too -> other. d.py: nothing -> repo (equals empty).
+        let base = cov(&[("a.py", &[1, 2]), ("b.py", &[5, 7]), ("c.py", &[3])]);
+        let peer = cov(&[("a.py", &[1, 2]), ("b.py", &[5]), ("c.py", &[3, 4])]);
+        let got = tiers(&files, &base, &empty, &[&peer]);
+        let got: Vec<(&str, ContextTier)> = got.iter().map(|t| (t.path.as_str(), t.tier)).collect();
+        assert_eq!(
+            got,
+            vec![
+                ("a.py", ContextTier::Repo),
+                ("b.py", ContextTier::Peer),
+                ("c.py", ContextTier::Other),
+                ("d.py", ContextTier::Repo),
+            ]
+        );
+    }
+
+    #[test]
+    fn blocks_need_five_executable_lines_and_skip_non_executable_ones() {
+        let source = (1..=40)
+            .map(|i| format!("line{i}"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        // Executable: 1..=20 except 13 and 14 (a comment and a blank line inside the run).
+        let executable = cov(&[(
+            "m.py",
+            &(1..=20)
+                .filter(|l| *l != 13 && *l != 14)
+                .collect::<Vec<_>>(),
+        )]);
+        // t covers 10..=18 (the executable ones), and 2..=5 (four lines: too short).
+        let mut lines: Vec<u32> = (10..=18).filter(|l| *l != 13 && *l != 14).collect();
+        lines.extend(2..=5);
+        let base = cov(&[("m.py", &lines)]);
+        let peer = cov(&[("m.py", &[1, 6, 9, 19])]);
+        let blocks = unique_blocks(&base, &[&peer], &executable, |_| Some(source.clone()));
+        assert_eq!(blocks.len(), 1, "{blocks:?}");
+        let b = &blocks[0];
+        assert_eq!((b.start_line, b.end_line), (10, 18));
+        assert!(b.code.starts_with("line10\n") && b.code.ends_with("line18\n"));
+        assert_eq!(b.code.lines().count(), 9);
+        // A peer covering one line in the middle splits it into 10..12 (3) and 15..18 (4): none.
+        let peer2 = cov(&[("m.py", &[15])]);
+        assert!(unique_blocks(&base, &[&peer, &peer2], &executable, |_| None).len() <= 1);
+        let blocks = unique_blocks(
+            &base,
+            &[&peer, &cov(&[("m.py", &[12])])],
+            &executable,
+            |_| None,
+        );
+        assert!(blocks.is_empty(), "{blocks:?}");
+    }
+
+    #[test]
+    fn at_most_ten_blocks_largest_first_ties_by_path_and_line() {
+        // Twelve blocks: in b.py, sizes 5..=10 at lines 100k; in a.py six blocks of 5 lines.
+        let mut a = Vec::new();
+        let mut b = Vec::new();
+        let mut exec_a = Vec::new();
+        let mut exec_b = Vec::new();
+        for k in 0..6u32 {
+            let start = 1 + k * 20;
+            a.extend(start..start + 5);
+            exec_a.extend(start..start + 7);
+            let size = 5 + k;
+            let start = 1 + k * 20;
+            b.extend(start..start + size);
+            exec_b.extend(start..start + size + 2);
+        }
+        let base = cov(&[("a.py", &a), ("b.py", &b)]);
+        let executable = cov(&[("a.py", &exec_a), ("b.py", &exec_b)]);
+        let blocks = unique_blocks(&base, &[], &executable, |_| None);
+        assert_eq!(blocks.len(), MAX_BLOCKS);
+        let got: Vec<(&str, u32, u32)> = blocks
+            .iter()
+            .map(|b| (b.path.as_str(), b.start_line, b.end_line))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ("b.py", 101, 110),
+                ("b.py", 81, 89),
+                ("b.py", 61, 68),
+                ("b.py", 41, 47),
+                ("b.py", 21, 26),
+                ("a.py", 1, 5),
+                ("a.py", 21, 25),
+                ("a.py", 41, 45),
+                ("a.py", 61, 65),
+                ("a.py", 81, 85),
+            ]
+        );
+    }
+
+    const MODULE: &str = "\
+import os
+
+LIMIT = 3
+
+
+@decorate
+def parse(text):
+    value = int(text)
+    return value
+
+
+class Ledger:
+    rate = 2
+
+    def add(self, x):
+        return x * self.rate
+
+
+def unused():
+    return 1
+";
+
+    #[test]
+    fn finds_top_level_definitions_with_decorators_and_bodies() {
+        let defs = definitions(MODULE);
+        let got: Vec<(&str, TargetKind, u32, u32, u32, u32)> = defs
+            .iter()
+            .map(|d| {
+                (
+                    d.name.as_str(),
+                    d.kind,
+                    d.start_line,
+                    d.end_line,
+                    d.body_start,
+                    d.body_end,
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ("parse", TargetKind::Function, 6, 9, 8, 9),
+                ("Ledger", TargetKind::Class, 12, 16, 13, 16),
+                ("unused", TargetKind::Function, 19, 20, 20, 20),
+            ]
+        );
+    }
+
+    #[test]
+    fn targets_are_referenced_and_executed_beyond_the_empty_test() {
+        let refs = |names: &[&str]| -> Vec<RepoRef> {
+            names
+                .iter()
+                .map(|n| RepoRef {
+                    name: n.to_string(),
+                    module: "pkg.m".into(),
+                    file: Some("pkg/m.py".into()),
+                })
+                .collect()
+        };
+        let defs = |_: &str| definitions(MODULE);
+        let empty = cov(&[("pkg/m.py", &[16])]);
+        // parse's body runs; Ledger.add's line 16 runs but the empty test runs it too; unused
+        // is referenced but never called; os is not a repository definition.
+        let base = cov(&[("pkg/m.py", &[8, 9, 16])]);
+        let got = targets(
+            &refs(&["parse", "Ledger", "unused", "os", "parse"]),
+            defs,
+            &base,
+            &empty,
+        );
+        assert_eq!(got.len(), 1, "{got:?}");
+        assert_eq!(
+            (
+                got[0].name.as_str(),
+                got[0].kind,
+                got[0].start_line,
+                got[0].end_line
+            ),
+            ("parse", TargetKind::Function, 6, 9)
+        );
+        // Once the class body runs beyond the empty test, the class is a target too.
+        let base = cov(&[("pkg/m.py", &[8, 9, 16])]);
+        let got = targets(&refs(&["Ledger"]), defs, &base, &CoverageMap::new());
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].kind, TargetKind::Class);
+        // A reference without a file (a name from outside the repository) is never a target.
+        let outside = vec![RepoRef {
+            name: "parse".into(),
+            module: "json".into(),
+            file: None,
+        }];
+        assert!(targets(&outside, defs, &base, &empty).is_empty());
+    }
+}

@@ -1,0 +1,255 @@
+//! `clover-calibrate`: runs each problem's ground truth and annotates it.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use clap::Parser;
+use clover_calibrate::{calibrate_group, CalibrateOptions};
+use clover_manifest::RepoConfig;
+use clover_protocol::{finish_main, Language, Problem, Shard, StageArgs, StageIo};
+use clover_sandbox::{Limits, Sandbox};
+use rayon::prelude::*;
+
+const TOOL: &str = "clover-calibrate";
+
+/// Run each problem's ground truth in the sandbox; add coverage, context tiers, unique blocks
+/// and targets
+#[derive(Debug, Parser)]
+#[command(version)]
+struct Args {
+    #[command(flatten)]
+    stage: StageArgs,
+    /// The repository manifest naming the problems' repositories
+    #[arg(long, value_name = "FILE")]
+    manifest: Option<PathBuf>,
+    /// A repository folder (its clover.toml is used when it has one)
+    #[arg(long, value_name = "DIR")]
+    repo: Vec<PathBuf>,
+    /// The Python interpreter with pytest and pytest-cov (default: the manifest's, else
+    /// $CLOVER_PYTHON, else python3)
+    #[arg(long, value_name = "PATH")]
+    python: Option<PathBuf>,
+    /// Runs of each ground truth; a problem whose outcome or lines change is flaky
+    #[arg(long, default_value_t = 3)]
+    runs: u32,
+    /// One pytest process per problem (the slow cross-check) instead of one per test file
+    #[arg(long)]
+    per_test: bool,
+    /// Test files calibrated at once (default: the number of cores)
+    #[arg(long, short)]
+    jobs: Option<usize>,
+    /// Wall-clock limit of one pytest process, in seconds (default: the manifest's)
+    #[arg(long, value_name = "SECS")]
+    timeout: Option<u64>,
+    /// Memory limit of one pytest process, in MiB (default: the manifest's)
+    #[arg(long, value_name = "MB")]
+    memory: Option<u64>,
+    /// Write the kept/excluded summary as JSON here (default: OUTPUT.summary.json with -o)
+    #[arg(long, value_name = "FILE")]
+    summary: Option<PathBuf>,
+}
+
+fn main() -> ExitCode {
+    finish_main(TOOL, run(Args::parse()))
+}
+
+fn run(args: Args) -> Result<u8> {
+    let mut repos: BTreeMap<String, RepoConfig> = BTreeMap::new();
+    if let Some(m) = &args.manifest {
+        for r in RepoConfig::resolve(Some(m), None, None)? {
+            repos.insert(r.name.clone(), r);
+        }
+    }
+    for dir in &args.repo {
+        for r in RepoConfig::resolve(None, None, Some(dir))? {
+            repos.insert(r.name.clone(), r);
+        }
+    }
+    if repos.is_empty() {
+        anyhow::bail!("name the problems' repositories with --manifest FILE or --repo DIR");
+    }
+    let sandbox = Sandbox::new().context("cannot start the sandbox")?;
+    let default_python = args
+        .python
+        .clone()
+        .or_else(|| std::env::var_os("CLOVER_PYTHON").map(PathBuf::from))
+        .unwrap_or_else(|| PathBuf::from("/usr/bin/python3"));
+    let jobs = args
+        .jobs
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(jobs).build()?;
+
+    // The shard is taken per test file, not per problem: a problem's peers must be calibrated
+    // together, so every shard of a split run sees the same groups a single run sees.
+    let shard = args.stage.shard;
+    let mut stage_args = args.stage.clone();
+    stage_args.shard = None;
+    let mut io = StageIo::open(TOOL, &stage_args)?;
+    let mut summary: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
+
+    let mut pending: Vec<Group> = Vec::new();
+    let mut current: Option<Group> = None;
+    loop {
+        let next = io.next_record::<Problem>()?;
+        let key = next.as_ref().map(|(_, p)| group_key(p));
+        let close = match (&current, &key) {
+            (Some(g), Some(k)) => &g.key != k,
+            (Some(_), None) => true,
+            _ => false,
+        };
+        if close {
+            let g = current.take().expect("a current group");
+            if shard.is_none_or(|s: Shard| s.contains(&g.key)) {
+                pending.push(g);
+            }
+            if pending.len() >= jobs || next.is_none() {
+                flush(
+                    &mut io,
+                    &sandbox,
+                    &repos,
+                    &args,
+                    &default_python,
+                    &pool,
+                    &mut pending,
+                    &mut summary,
+                )?;
+            }
+        }
+        let Some((line, problem)) = next else { break };
+        let g = current.get_or_insert_with(|| Group {
+            key: group_key(&problem),
+            lines: Vec::new(),
+            problems: Vec::new(),
+        });
+        g.lines.push(line);
+        g.problems.push(problem);
+    }
+    flush(
+        &mut io,
+        &sandbox,
+        &repos,
+        &args,
+        &default_python,
+        &pool,
+        &mut pending,
+        &mut summary,
+    )?;
+
+    for (repo, counts) in &summary {
+        let parts: Vec<String> = counts.iter().map(|(k, v)| format!("{k} {v}")).collect();
+        eprintln!("{TOOL}: {repo}: {}", parts.join(", "));
+    }
+    let summary_path = args.summary.clone().or_else(|| {
+        args.stage
+            .output
+            .as_ref()
+            .map(|o| PathBuf::from(format!("{}.summary.json", o.display())))
+    });
+    if let Some(path) = summary_path {
+        std::fs::write(&path, serde_json::to_string_pretty(&summary)? + "\n")
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    Ok(io.finish()?)
+}
+
+/// The problems of one original test file, with their input lines.
+struct Group {
+    key: String,
+    lines: Vec<u64>,
+    problems: Vec<Problem>,
+}
+
+fn group_key(p: &Problem) -> String {
+    match (&p.python, &p.cpp) {
+        (Some(py), _) => format!("{}/{}", p.repo, py.test_file),
+        (None, Some(cc)) => format!("{}/{}", p.repo, cc.test_path),
+        _ => p.id.clone(),
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn flush(
+    io: &mut StageIo,
+    sandbox: &Sandbox,
+    repos: &BTreeMap<String, RepoConfig>,
+    args: &Args,
+    default_python: &std::path::Path,
+    pool: &rayon::ThreadPool,
+    pending: &mut Vec<Group>,
+    summary: &mut BTreeMap<String, BTreeMap<String, u64>>,
+) -> Result<()> {
+    let groups = std::mem::take(pending);
+    let results: Vec<Result<Vec<clover_protocol::CalibratedProblem>, String>> = pool.install(|| {
+        groups
+            .par_iter()
+            .map(|g| {
+                let first = &g.problems[0];
+                let repo = repos.get(&first.repo).ok_or_else(|| {
+                    format!(
+                        "unknown repository `{}`; known: {}",
+                        first.repo,
+                        repos.keys().cloned().collect::<Vec<_>>().join(", ")
+                    )
+                })?;
+                if first.language != Language::Python {
+                    return Err("calibration of C++ problems is not implemented yet".to_string());
+                }
+                let mut limits = Limits::default();
+                limits.wall = Duration::from_secs(args.timeout.unwrap_or(repo.timeout_secs));
+                limits.cpu_secs = limits.wall.as_secs().max(1) * 2;
+                limits.memory_bytes = args.memory.unwrap_or(repo.memory_mb) << 20;
+                limits.pids = repo.pids;
+                let python = args
+                    .python
+                    .clone()
+                    .or_else(|| repo.python.clone())
+                    .unwrap_or_else(|| default_python.to_path_buf());
+                // The sandbox needs the interpreter's real, absolute path to bind it.
+                let python = std::path::absolute(&python).unwrap_or(python);
+                if !python.is_file() {
+                    return Err(format!(
+                        "the interpreter {} of repository `{}` does not exist; name one with --python or `python` in the manifest",
+                        python.display(),
+                        repo.name
+                    ));
+                }
+                let opts = CalibrateOptions {
+                    runs: args.runs,
+                    per_test: args.per_test,
+                    python,
+                    limits,
+                };
+                calibrate_group(sandbox, repo, &g.problems, &opts).map_err(|e| e.to_string())
+            })
+            .collect()
+    });
+    for (g, result) in groups.iter().zip(results) {
+        match result {
+            Ok(records) => {
+                for r in records {
+                    let counts = summary.entry(r.repo.clone()).or_default();
+                    let key = match &r.exclusion {
+                        None => "kept".to_string(),
+                        Some(e) => format!(
+                            "excluded_{}",
+                            serde_json::to_value(e.reason)?.as_str().unwrap_or("?")
+                        ),
+                    };
+                    *counts.entry(key).or_default() += 1;
+                    if !io.is_done(&r.id) {
+                        io.writer.write(&r)?;
+                    }
+                }
+            }
+            Err(why) => {
+                for (line, p) in g.lines.iter().zip(&g.problems) {
+                    io.report_failed(*line, &p.id, &why);
+                }
+            }
+        }
+    }
+    Ok(())
+}

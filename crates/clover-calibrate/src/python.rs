@@ -1,0 +1,623 @@
+//! Calibration of the Python problems of one test file (a group of peers).
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use clover_manifest::RepoConfig;
+use clover_protocol::{
+    CalibratedProblem, Exclusion, ExclusionReason, Outcome, Problem, PythonProblem, RecordKind,
+    TestCase, TestOutcome, SCHEMA_VERSION,
+};
+use clover_sandbox::{ExitStatus, Limits, RunSpec, Sandbox, WriteFile};
+
+use crate::analysis::{self, CoverageMap, Definition};
+use crate::coverage_json::{self, ContextCoverage};
+
+/// Where reports are written inside the run's view of the repository.
+const REPORT_DIR: &str = ".clover-calibrate";
+const EMPTY_TEST: &str = "test_clover_empty";
+
+/// How to calibrate.
+#[derive(Debug, Clone)]
+pub struct CalibrateOptions {
+    /// Runs of each ground truth; more than one detects flaky tests.
+    pub runs: u32,
+    /// One pytest process per problem instead of one per test file.
+    pub per_test: bool,
+    /// The interpreter of the repository's environment (with pytest and pytest-cov).
+    pub python: PathBuf,
+    /// Limits of one pytest process.
+    pub limits: Limits,
+}
+
+/// A whole group could not be calibrated (the sandbox could not run at all).
+#[derive(Debug, thiserror::Error)]
+pub enum GroupError {
+    #[error("problem {id}: {message}")]
+    Problem { id: String, message: String },
+    #[error("sandbox: {0}")]
+    Sandbox(#[from] clover_sandbox::SandboxError),
+}
+
+/// One problem, prepared: its file, its empty variant, and their node ids.
+struct Prepared<'a> {
+    problem: &'a Problem,
+    py: &'a PythonProblem,
+    empty_path: String,
+    empty_text: String,
+    empty_node: String,
+}
+
+fn prepare(problem: &Problem) -> Result<Prepared<'_>, GroupError> {
+    let err = |message: String| GroupError::Problem {
+        id: problem.id.clone(),
+        message,
+    };
+    let py = problem
+        .python
+        .as_ref()
+        .ok_or_else(|| err("not a Python problem".into()))?;
+    let text = &py.problem_text;
+    let start = line_offset(text, py.problem_declaration_line)
+        .ok_or_else(|| err("problem_declaration_line is past the end of problem_text".into()))?;
+    let test = format!("{}{}", py.declaration, py.body);
+    if !text[start..].starts_with(&test) {
+        return Err(err(
+            "problem_text does not hold declaration + body at problem_declaration_line".into(),
+        ));
+    }
+    let indent: String = py
+        .declaration
+        .lines()
+        .find(|l| l.trim_start().starts_with("def ") || l.trim_start().starts_with("async def "))
+        .map(|l| l[..l.len() - l.trim_start().len()].to_string())
+        .unwrap_or_default();
+    let params = if py.class.is_some() { "self" } else { "" };
+    let empty_test = format!("{indent}def {EMPTY_TEST}({params}):\n{indent}    assert True\n");
+    let empty_text = format!(
+        "{}{}{}",
+        &text[..start],
+        empty_test,
+        &text[start + test.len()..]
+    );
+    let (dir, file) = match py.problem_file.rsplit_once('/') {
+        Some((d, f)) => (format!("{d}/"), f),
+        None => (String::new(), py.problem_file.as_str()),
+    };
+    let empty_file = match file.strip_prefix("tmp_test_") {
+        Some(rest) => format!("tmp_empty_{rest}"),
+        None => format!("tmp_empty_{file}"),
+    };
+    let empty_path = format!("{dir}{empty_file}");
+    let empty_node = match &py.class {
+        Some(class) => format!("{empty_path}::{class}::{EMPTY_TEST}"),
+        None => format!("{empty_path}::{EMPTY_TEST}"),
+    };
+    Ok(Prepared {
+        problem,
+        py,
+        empty_path,
+        empty_text,
+        empty_node,
+    })
+}
+
+/// Byte offset of the start of 1-based `line`.
+fn line_offset(text: &str, line: u32) -> Option<usize> {
+    if line == 0 {
+        return None;
+    }
+    let mut offset = 0;
+    for _ in 1..line {
+        offset += text[offset..].find('\n')? + 1;
+    }
+    (offset <= text.len()).then_some(offset)
+}
+
+/// What one pytest process said about the tests it ran.
+struct RunReport {
+    /// Outcome per node id (a parametrized test folds its cases: the worst wins).
+    outcomes: HashMap<String, (Outcome, Option<String>)>,
+    coverage: ContextCoverage,
+    /// The run as a whole: timeout, crash (no report), collection error.
+    failure: Option<(ExclusionReason, String)>,
+}
+
+fn run_pytest(
+    sandbox: &Sandbox,
+    repo: &RepoConfig,
+    opts: &CalibrateOptions,
+    files: &[(&str, &str)],
+    nodes: &[&str],
+) -> Result<RunReport, GroupError> {
+    let mut script = format!("\"$CLOVER_PYTHON\" -m pytest -p no:cacheprovider -q --rootdir=. --junitxml={REPORT_DIR}/junit.xml --cov-context=test --cov-report=");
+    for src in &repo.source_dirs {
+        script.push_str(&format!(
+            " --cov={}",
+            shell_quote(&src.display().to_string())
+        ));
+    }
+    // Node ids, not files: a test class that inherits tests from another must run only the
+    // problem's test (and the empty test), not everything it inherits.
+    for node in nodes {
+        script.push(' ');
+        script.push_str(&shell_quote(node));
+    }
+    script.push_str(&format!(
+        "\nrc=$?\n\"$CLOVER_PYTHON\" {REPORT_DIR}/contexts.py \"$COVERAGE_FILE\" {REPORT_DIR}/coverage.json\nexit $rc\n"
+    ));
+    let mut spec = RunSpec::new(&repo.root, ["/bin/sh", "-c", script.as_str()]);
+    spec.files = files
+        .iter()
+        .map(|(path, text)| WriteFile {
+            path: PathBuf::from(path),
+            contents: text.as_bytes().to_vec(),
+        })
+        .collect();
+    spec.files.push(WriteFile {
+        path: PathBuf::from(format!("{REPORT_DIR}/contexts.py")),
+        contents: coverage_json::CONTEXTS_SCRIPT.as_bytes().to_vec(),
+    });
+    spec.env = vec![
+        ("CLOVER_PYTHON".into(), opts.python.clone().into()),
+        ("COVERAGE_FILE".into(), "/tmp/clover.coverage".into()),
+    ];
+    spec.env
+        .extend(repo.env.iter().map(|(k, v)| (k.into(), v.into())));
+    spec.binds = clover_sandbox::pytest::python_binds(&opts.python);
+    spec.limits = opts.limits.clone();
+    spec.collect = vec![
+        PathBuf::from(format!("{REPORT_DIR}/junit.xml")),
+        PathBuf::from(format!("{REPORT_DIR}/coverage.json")),
+    ];
+    let out = sandbox.run(&spec)?;
+    let mut report = RunReport {
+        outcomes: HashMap::new(),
+        coverage: ContextCoverage::default(),
+        failure: None,
+    };
+    if out.limit_hit.is_some() {
+        report.failure = Some((
+            ExclusionReason::Timeout,
+            format!("the run hit a limit: {:?}", out.limit_hit),
+        ));
+        return Ok(report);
+    }
+    let junit = out.files.first().and_then(|f| f.content.bytes());
+    let Some(junit) = junit else {
+        report.failure = Some((
+            ExclusionReason::Error,
+            format!(
+                "pytest wrote no JUnit report (exit {:?}): {}",
+                out.exit,
+                out.stderr.tail(400)
+            ),
+        ));
+        return Ok(report);
+    };
+    let cases = clover_sandbox::report::parse_junit(junit).map_err(|e| GroupError::Problem {
+        id: files.first().map(|f| f.0.to_string()).unwrap_or_default(),
+        message: format!("unreadable JUnit report: {e}"),
+    })?;
+    for case in &cases {
+        let Some(node) = node_of_case(case, files) else {
+            // A case naming no test function is a collection error of the file it names.
+            if case.outcome == TestOutcome::Error || case.outcome == TestOutcome::Failed {
+                report.failure = Some((
+                    ExclusionReason::CollectionError,
+                    case.message
+                        .clone()
+                        .unwrap_or_else(|| "collection error".into()),
+                ));
+            }
+            continue;
+        };
+        let outcome = match case.outcome {
+            TestOutcome::Passed => Outcome::Passed,
+            TestOutcome::Failed => Outcome::Failed,
+            TestOutcome::Error => Outcome::Error,
+            // A skipped test verifies nothing: it cannot be a ground truth.
+            TestOutcome::Skipped => Outcome::Error,
+        };
+        let entry = report
+            .outcomes
+            .entry(node)
+            .or_insert((Outcome::Passed, None));
+        if outcome != Outcome::Passed && entry.0 == Outcome::Passed {
+            *entry = (outcome, case.message.clone());
+        }
+    }
+    if let Some(bytes) = out.files.get(1).and_then(|f| f.content.bytes()) {
+        report.coverage =
+            coverage_json::parse(bytes, |name| source_path(repo, name)).map_err(|e| {
+                GroupError::Problem {
+                    id: files.first().map(|f| f.0.to_string()).unwrap_or_default(),
+                    message: e.to_string(),
+                }
+            })?;
+    } else if report.failure.is_none() && matches!(out.exit, ExitStatus::Code(0 | 1)) {
+        report.failure = Some((
+            ExclusionReason::Error,
+            "coverage wrote no JSON report".into(),
+        ));
+    }
+    Ok(report)
+}
+
+/// The node id (without parameters) a JUnit case of pytest belongs to, among the run's files.
+fn node_of_case(case: &TestCase, files: &[(&str, &str)]) -> Option<String> {
+    // pytest writes classname `tests.tmp_test_x_1.TestC` and name `test_y[param]`.
+    let name = case.name.split('[').next().unwrap_or(&case.name);
+    for (path, _) in files {
+        let module = path.trim_end_matches(".py").replace('/', ".");
+        let class = match case.classname.strip_prefix(&module) {
+            Some("") => None,
+            Some(rest) => match rest.strip_prefix('.') {
+                Some(c) => Some(c),
+                None => continue,
+            },
+            None => continue,
+        };
+        if !name.starts_with("test") {
+            return None;
+        }
+        return Some(match class {
+            Some(c) => format!("{path}::{}::{name}", c.replace('.', "::")),
+            None => format!("{path}::{name}"),
+        });
+    }
+    None
+}
+
+/// A file of a coverage report as a repository-relative path, if it is one of the
+/// repository's own sources (not a test, not a problem file, not outside the repository).
+fn source_path(repo: &RepoConfig, name: &str) -> Option<String> {
+    let path = Path::new(name);
+    let rel = if path.is_absolute() {
+        path.strip_prefix(&repo.root).ok()?.to_path_buf()
+    } else {
+        path.to_path_buf()
+    };
+    let rel_str = rel.to_str()?.to_string();
+    let file = rel.file_name()?.to_str()?;
+    if file.starts_with("tmp_test_") || file.starts_with("tmp_empty_") || file == "conftest.py" {
+        return None;
+    }
+    let in_sources = repo
+        .source_dirs
+        .iter()
+        .any(|d| d.as_os_str() == "." || rel.starts_with(d));
+    let is_test = file.starts_with("test_") || file.ends_with("_test.py");
+    (in_sources && !is_test).then_some(rel_str)
+}
+
+fn shell_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "'\\''"))
+}
+
+/// Every Python source file of the repository, relative to its root, sorted.
+fn source_files(repo: &RepoConfig) -> Vec<String> {
+    let mut out = Vec::new();
+    for dir in &repo.source_dirs {
+        let abs = repo.root.join(dir);
+        if abs.is_file() {
+            out.push(dir.display().to_string());
+            continue;
+        }
+        let mut stack = vec![abs];
+        while let Some(d) = stack.pop() {
+            let Ok(entries) = std::fs::read_dir(&d) else {
+                continue;
+            };
+            for e in entries.flatten() {
+                let p = e.path();
+                let name = e.file_name().to_string_lossy().into_owned();
+                if p.is_dir() {
+                    if !name.starts_with('.')
+                        && !clover_manifest::PRUNED_DIRS.contains(&name.as_str())
+                    {
+                        stack.push(p);
+                    }
+                } else if name.ends_with(".py") {
+                    if let Some(rel) = source_path(repo, &p.display().to_string()) {
+                        out.push(rel);
+                    }
+                }
+            }
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// One run's findings for one problem: outcome, message, base and empty lines.
+#[derive(Debug, Clone, PartialEq)]
+struct Observation {
+    outcome: Outcome,
+    message: Option<String>,
+    base: CoverageMap,
+    empty: CoverageMap,
+}
+
+fn observe(report: &RunReport, p: &Prepared) -> Observation {
+    let (outcome, message) = match report.outcomes.get(&p.py.node_id) {
+        Some((o, m)) => (*o, m.clone()),
+        None => match &report.failure {
+            Some((ExclusionReason::Timeout, m)) => (Outcome::Timeout, Some(m.clone())),
+            Some((_, m)) => (Outcome::Error, Some(m.clone())),
+            None => (Outcome::Error, Some("the test did not run".into())),
+        },
+    };
+    Observation {
+        outcome,
+        message,
+        base: report
+            .coverage
+            .by_test
+            .get(&p.py.node_id)
+            .cloned()
+            .unwrap_or_default(),
+        empty: report
+            .coverage
+            .by_test
+            .get(&p.empty_node)
+            .cloned()
+            .unwrap_or_default(),
+    }
+}
+
+/// Calibrates the problems of one original test file, which are each other's peers. Every
+/// problem gets a record, kept or excluded with its reason.
+pub fn calibrate_group(
+    sandbox: &Sandbox,
+    repo: &RepoConfig,
+    problems: &[Problem],
+    opts: &CalibrateOptions,
+) -> Result<Vec<CalibratedProblem>, GroupError> {
+    let prepared: Vec<Prepared> = problems.iter().map(prepare).collect::<Result<_, _>>()?;
+    let runs = opts.runs.max(1) as usize;
+    // observations[i][r]: problem i in run r.
+    let mut observations: Vec<Vec<Observation>> = vec![Vec::new(); prepared.len()];
+    let mut executable = CoverageMap::new();
+    let mut per_test = opts.per_test;
+    if !per_test {
+        let files: Vec<(&str, &str)> = prepared
+            .iter()
+            .flat_map(|p| {
+                [
+                    (p.py.problem_file.as_str(), p.py.problem_text.as_str()),
+                    (p.empty_path.as_str(), p.empty_text.as_str()),
+                ]
+            })
+            .collect();
+        let nodes: Vec<&str> = prepared
+            .iter()
+            .flat_map(|p| [p.py.node_id.as_str(), p.empty_node.as_str()])
+            .collect();
+        for _ in 0..runs {
+            let report = run_pytest(sandbox, repo, opts, &files, &nodes)?;
+            // A shared run that timed out or crashed says nothing about each test: redo the
+            // group one problem at a time, so one bad test costs only itself.
+            if matches!(
+                report.failure,
+                Some((ExclusionReason::Timeout | ExclusionReason::Error, _))
+            ) && prepared.len() > 1
+            {
+                per_test = true;
+                observations.iter_mut().for_each(Vec::clear);
+                break;
+            }
+            merge_executable(&mut executable, &report.coverage.executable);
+            for (i, p) in prepared.iter().enumerate() {
+                observations[i].push(observe(&report, p));
+            }
+        }
+    }
+    if per_test {
+        for (i, p) in prepared.iter().enumerate() {
+            let files = [
+                (p.py.problem_file.as_str(), p.py.problem_text.as_str()),
+                (p.empty_path.as_str(), p.empty_text.as_str()),
+            ];
+            let nodes = [p.py.node_id.as_str(), p.empty_node.as_str()];
+            for _ in 0..runs {
+                let report = run_pytest(sandbox, repo, opts, &files, &nodes)?;
+                merge_executable(&mut executable, &report.coverage.executable);
+                observations[i].push(observe(&report, p));
+            }
+        }
+    }
+
+    let sources = source_files(repo);
+    let texts: HashMap<String, String> = sources
+        .iter()
+        .filter_map(|p| Some((p.clone(), std::fs::read_to_string(repo.root.join(p)).ok()?)))
+        .collect();
+    let definitions: HashMap<&str, Vec<Definition>> = texts
+        .iter()
+        .map(|(p, text)| (p.as_str(), analysis::definitions(text)))
+        .collect();
+    let bases: Vec<&CoverageMap> = observations.iter().map(|o| &o[0].base).collect();
+    let mut out = Vec::with_capacity(prepared.len());
+    for (i, p) in prepared.iter().enumerate() {
+        let obs = &observations[i];
+        let first = &obs[0];
+        let peers: Vec<&CoverageMap> = bases
+            .iter()
+            .enumerate()
+            .filter(|(j, _)| *j != i)
+            .map(|(_, b)| *b)
+            .collect();
+        let exclusion = judge(obs);
+        let (tiers, unique_blocks, targets) = if exclusion.is_none() {
+            (
+                analysis::tiers(&sources, &first.base, &first.empty, &peers),
+                analysis::unique_blocks(&first.base, &peers, &executable, |p| {
+                    texts.get(p).cloned()
+                }),
+                analysis::targets(
+                    &p.py.repo_refs,
+                    |path| definitions.get(path).cloned().unwrap_or_default(),
+                    &first.base,
+                    &first.empty,
+                ),
+            )
+        } else {
+            Default::default()
+        };
+        out.push(CalibratedProblem {
+            kind: RecordKind::CalibratedProblem,
+            schema_version: SCHEMA_VERSION,
+            id: p.problem.id.clone(),
+            repo: p.problem.repo.clone(),
+            problem: p.problem.clone(),
+            exclusion,
+            base: analysis::to_records(&first.base),
+            empty: analysis::to_records(&first.empty),
+            tiers,
+            unique_blocks,
+            targets,
+            runs: obs.iter().map(|o| o.outcome).collect(),
+        });
+    }
+    Ok(out)
+}
+
+fn merge_executable(into: &mut CoverageMap, from: &CoverageMap) {
+    for (path, lines) in from {
+        let merged = into
+            .get(path)
+            .map_or_else(|| lines.clone(), |l| l.union(lines));
+        into.insert(path.clone(), merged);
+    }
+}
+
+/// The verdict over all runs of one problem: kept (`None`) or excluded with the evidence.
+fn judge(obs: &[Observation]) -> Option<Exclusion> {
+    let first = &obs[0];
+    for (r, o) in obs.iter().enumerate().skip(1) {
+        if o.outcome != first.outcome {
+            return Some(Exclusion {
+                reason: ExclusionReason::Flaky,
+                detail: format!("run 1 {:?}, run {} {:?}", first.outcome, r + 1, o.outcome)
+                    .to_lowercase(),
+            });
+        }
+        if o.base != first.base {
+            let file = first
+                .base
+                .keys()
+                .chain(o.base.keys())
+                .find(|f| first.base.get(*f) != o.base.get(*f))
+                .cloned()
+                .unwrap_or_default();
+            return Some(Exclusion {
+                reason: ExclusionReason::Flaky,
+                detail: format!(
+                    "covered lines of {file} differ between run 1 and run {}",
+                    r + 1
+                ),
+            });
+        }
+    }
+    let reason = match first.outcome {
+        Outcome::Passed => return None,
+        Outcome::Failed => ExclusionReason::Failed,
+        Outcome::Timeout => ExclusionReason::Timeout,
+        _ => ExclusionReason::Error,
+    };
+    let mut detail = first.message.clone().unwrap_or_default();
+    if detail.len() > 2000 {
+        let mut cut = 2000;
+        while !detail.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        detail.truncate(cut);
+    }
+    Some(Exclusion { reason, detail })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn offsets_of_lines() {
+        let t = "a\nbb\nccc\n";
+        assert_eq!(line_offset(t, 1), Some(0));
+        assert_eq!(line_offset(t, 3), Some(5));
+        assert_eq!(line_offset(t, 4), Some(9));
+        assert_eq!(line_offset(t, 5), None);
+        assert_eq!(line_offset(t, 0), None);
+    }
+
+    #[test]
+    fn junit_cases_map_to_node_ids() {
+        let files = [
+            ("tests/tmp_test_core_2.py", ""),
+            ("tests/tmp_empty_core_2.py", ""),
+        ];
+        let case = |classname: &str, name: &str| TestCase {
+            name: name.into(),
+            classname: classname.into(),
+            outcome: TestOutcome::Passed,
+            message: None,
+            duration_secs: 0.0,
+        };
+        assert_eq!(
+            node_of_case(
+                &case("tests.tmp_test_core_2.TestLedger", "test_add[1-2]"),
+                &files
+            )
+            .as_deref(),
+            Some("tests/tmp_test_core_2.py::TestLedger::test_add")
+        );
+        assert_eq!(
+            node_of_case(&case("tests.tmp_empty_core_2", "test_clover_empty"), &files).as_deref(),
+            Some("tests/tmp_empty_core_2.py::test_clover_empty")
+        );
+        assert_eq!(node_of_case(&case("tests.other", "test_x"), &files), None);
+        assert_eq!(
+            node_of_case(&case("tests.tmp_test_core_2x", "test_x"), &files),
+            None
+        );
+    }
+
+    #[test]
+    fn a_changing_outcome_or_coverage_is_flaky() {
+        let o = |outcome, lines: &[u32]| Observation {
+            outcome,
+            message: None,
+            base: [(
+                "m.py".to_string(),
+                clover_protocol::LineRanges::from_lines(lines.iter().copied()),
+            )]
+            .into(),
+            empty: CoverageMap::new(),
+        };
+        assert_eq!(
+            judge(&[o(Outcome::Passed, &[1]), o(Outcome::Passed, &[1])]),
+            None
+        );
+        let e = judge(&[o(Outcome::Passed, &[1]), o(Outcome::Failed, &[1])]).unwrap();
+        assert_eq!(
+            (e.reason, e.detail.as_str()),
+            (ExclusionReason::Flaky, "run 1 passed, run 2 failed")
+        );
+        let e = judge(&[
+            o(Outcome::Passed, &[1]),
+            o(Outcome::Passed, &[1]),
+            o(Outcome::Passed, &[1, 2]),
+        ])
+        .unwrap();
+        assert_eq!(e.reason, ExclusionReason::Flaky);
+        assert!(
+            e.detail.contains("m.py") && e.detail.contains("run 3"),
+            "{}",
+            e.detail
+        );
+        let e = judge(&[o(Outcome::Failed, &[1])]).unwrap();
+        assert_eq!(e.reason, ExclusionReason::Failed);
+    }
+}

@@ -1,0 +1,293 @@
+//! Runs the real `clover-calibrate` on problems extracted from the fixtures and from corpus
+//! packages, and reads its records back through the wire types.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use clover_manifest::RepoConfig;
+use clover_protocol::{
+    CalibratedProblem, ContextTier, ExclusionReason, Problem, RecordReader, RecordWriter,
+};
+
+/// Problems of a repository, extracted with the extract library.
+fn extract(repo: &RepoConfig) -> Vec<Problem> {
+    let mut opts = clover_extract::ExtractOptions::new(&repo.root, &repo.name, repo.language);
+    opts.test_dirs = repo.test_dirs.clone();
+    opts.source_dirs = repo.source_dirs.clone();
+    opts.test_globs = repo.test_globs.clone();
+    opts.excludes = repo.excludes.clone();
+    clover_extract::extract(&opts).expect("extract").problems
+}
+
+fn write_problems(dir: &Path, problems: &[Problem]) -> PathBuf {
+    let path = dir.join("problems.jsonl");
+    let (mut w, _) = RecordWriter::create(&path, false).unwrap();
+    for p in problems {
+        w.write(p).unwrap();
+    }
+    w.finish().unwrap();
+    path
+}
+
+/// Runs the binary; returns its records by id, and its stderr.
+fn calibrate(input: &Path, args: &[&str]) -> (BTreeMap<String, CalibratedProblem>, String) {
+    let out = input.with_extension(format!("out{}.jsonl", args.join("").len()));
+    let run = Command::new(env!("CARGO_BIN_EXE_clover-calibrate"))
+        .arg(input)
+        .arg("-o")
+        .arg(&out)
+        .args(args)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&run.stderr).into_owned();
+    assert!(run.status.success(), "calibrate failed: {stderr}");
+    let mut reader = RecordReader::open(Some(&out), 1 << 30).unwrap();
+    let mut records = BTreeMap::new();
+    while let Some(r) = reader.next_record::<CalibratedProblem>() {
+        let (_, r) = r.unwrap();
+        records.insert(r.id.clone(), r);
+    }
+    (records, stderr)
+}
+
+fn python_args(python: &Path, repo_dir: &Path) -> Vec<String> {
+    vec![
+        "--repo".into(),
+        repo_dir.display().to_string(),
+        "--python".into(),
+        python.display().to_string(),
+    ]
+}
+
+fn args_ref(v: &[String]) -> Vec<&str> {
+    v.iter().map(String::as_str).collect()
+}
+
+/// Asserts that two calibrations saw the same lines for every problem.
+fn assert_same_lines(
+    fast: &BTreeMap<String, CalibratedProblem>,
+    slow: &BTreeMap<String, CalibratedProblem>,
+) {
+    assert_eq!(
+        fast.keys().collect::<Vec<_>>(),
+        slow.keys().collect::<Vec<_>>()
+    );
+    let mut compared = 0;
+    for (id, f) in fast {
+        let s = &slow[id];
+        assert_eq!(f.runs, s.runs, "{id}: outcomes differ");
+        assert_eq!(
+            f.base, s.base,
+            "{id}: base lines differ between the fast and per-test paths"
+        );
+        assert_eq!(f.empty, s.empty, "{id}: empty-test lines differ");
+        compared += 1;
+    }
+    assert!(compared > 0);
+}
+
+#[test]
+fn fixture_tiers_blocks_targets_and_the_per_test_cross_check() {
+    let (Some(python), Some(())) = (clover_testkit::python(), clover_testkit::root()) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let fixture = clover_testkit::fixture("python");
+    let repo = &RepoConfig::resolve(None, None, Some(&fixture)).unwrap()[0];
+    let problems: Vec<Problem> = extract(repo)
+        .into_iter()
+        .filter(|p| !p.id.contains("test_flaky.py"))
+        .collect();
+    assert!(problems.len() >= 30, "{}", problems.len());
+    let input = write_problems(dir.path(), &problems);
+    let args = python_args(&python, &fixture);
+    let mut fast_args = args_ref(&args);
+    fast_args.extend(["--runs", "1"]);
+    let (fast, stderr) = calibrate(&input, &fast_args);
+    assert!(
+        stderr.contains(&format!("pyfix: kept {}", problems.len())),
+        "{stderr}"
+    );
+    assert!(fast.values().all(|r| r.exclusion.is_none()));
+
+    // Unique blocks, checked by hand against the fixture's source (fixtures/README.md).
+    let blocks = |id: &str| -> Vec<(String, u32, u32)> {
+        fast[&format!("pyfix/{id}")]
+            .unique_blocks
+            .iter()
+            .map(|b| (b.path.clone(), b.start_line, b.end_line))
+            .collect()
+    };
+    let money = "src/ledger/money.py".to_string();
+    let accounts = "src/ledger/accounts.py".to_string();
+    let inventory = "src/ledger/inventory.py".to_string();
+    let report = "src/ledger/report.py".to_string();
+    assert_eq!(
+        blocks("tests/test_money.py::test_parse_accounting_negative"),
+        vec![(money.clone(), 101, 106)]
+    );
+    assert_eq!(
+        blocks("tests/test_accounts.py::TestLedger::test_close_account_sweeps_balance"),
+        vec![(accounts.clone(), 143, 148)]
+    );
+    assert_eq!(
+        blocks("tests/test_accounts.py::test_history_of_cash"),
+        vec![(accounts.clone(), 128, 134)]
+    );
+    assert_eq!(
+        blocks("tests/test_inventory.py::FifoInventoryTest::test_write_off_expired"),
+        vec![(inventory.clone(), 86, 99)]
+    );
+    assert_eq!(
+        blocks("tests/test_inventory.py::test_reorder_list"),
+        vec![(inventory.clone(), 103, 108)]
+    );
+    assert_eq!(
+        blocks("tests/test_report.py::test_table_truncates_long_cells"),
+        vec![(report.clone(), 37, 42)]
+    );
+    let block = &fast["pyfix/tests/test_money.py::test_parse_accounting_negative"].unique_blocks[0];
+    let source = std::fs::read_to_string(fixture.join(&money)).unwrap();
+    let expected: String = source
+        .lines()
+        .skip(100)
+        .take(6)
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert_eq!(block.code, expected);
+    // Most tests reach nothing only they reach.
+    assert!(blocks("tests/test_money.py::test_parse_plain").is_empty());
+
+    // Tiers: the report test reaches report.py and accounts.py beyond its peers; a money test
+    // leaves inventory.py as the empty test leaves it.
+    let tier = |id: &str, path: &str| {
+        fast[&format!("pyfix/{id}")]
+            .tiers
+            .iter()
+            .find(|t| t.path == path)
+            .map(|t| t.tier)
+    };
+    assert_eq!(
+        tier(
+            "tests/test_report.py::test_table_truncates_long_cells",
+            &report
+        ),
+        Some(ContextTier::Peer)
+    );
+    assert_eq!(
+        tier("tests/test_money.py::test_parse_plain", &inventory),
+        Some(ContextTier::Repo)
+    );
+    assert_eq!(
+        tier("tests/test_money.py::test_parse_plain", &money),
+        Some(ContextTier::Other)
+    );
+    assert_eq!(
+        tier(
+            "tests/test_money.py::test_parse_accounting_negative",
+            &money
+        ),
+        Some(ContextTier::Peer)
+    );
+    // Every source file has a tier, and only source files do.
+    for r in fast.values() {
+        let paths: Vec<&str> = r.tiers.iter().map(|t| t.path.as_str()).collect();
+        assert_eq!(
+            paths,
+            vec![
+                "src/ledger/__init__.py",
+                "src/ledger/accounts.py",
+                "src/ledger/inventory.py",
+                "src/ledger/money.py",
+                "src/ledger/report.py"
+            ]
+        );
+        assert!(r.base.iter().all(|f| f.path.starts_with("src/ledger/")));
+    }
+
+    // Targets: referenced repository names whose bodies the test runs.
+    let targets = |id: &str| -> Vec<String> {
+        fast[&format!("pyfix/{id}")]
+            .targets
+            .iter()
+            .map(|t| t.name.clone())
+            .collect()
+    };
+    assert_eq!(
+        targets("tests/test_money.py::test_parse_rejects_garbage"),
+        vec!["parse_amount"]
+    );
+    assert_eq!(
+        targets("tests/test_report.py::test_table_alignment"),
+        vec!["format_table"]
+    );
+    let t = &fast["pyfix/tests/test_report.py::test_table_alignment"].targets[0];
+    assert_eq!(t.path, report);
+    assert!(source.lines().count() > 0 && t.start_line < t.end_line);
+
+    // The per-test path, one pytest process per problem, sees the same lines.
+    let mut slow_args = args_ref(&args);
+    slow_args.extend(["--runs", "1", "--per-test"]);
+    let (slow, _) = calibrate(&input, &slow_args);
+    assert_same_lines(&fast, &slow);
+}
+
+#[test]
+fn a_flaky_test_is_found_and_kept_out() {
+    let (Some(python), Some(())) = (clover_testkit::python(), clover_testkit::root()) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let fixture = clover_testkit::fixture("python");
+    let repo = &RepoConfig::resolve(None, None, Some(&fixture)).unwrap()[0];
+    let problems: Vec<Problem> = extract(repo)
+        .into_iter()
+        .filter(|p| p.id.contains("test_flaky.py"))
+        .collect();
+    assert_eq!(problems.len(), 2);
+    let input = write_problems(dir.path(), &problems);
+    let args = python_args(&python, &fixture);
+    let mut a = args_ref(&args);
+    // The flaky test fails in about half of its runs: 16 runs all alike happen about once in
+    // 7000 calibrations.
+    a.extend(["--runs", "16"]);
+    let (records, _) = calibrate(&input, &a);
+    let flaky = &records["pyfix/tests/test_flaky.py::test_fifo_cost_after_shuffled_receipts"];
+    let e = flaky
+        .exclusion
+        .as_ref()
+        .expect("the flaky test is excluded");
+    assert_eq!(e.reason, ExclusionReason::Flaky);
+    assert!(e.detail.starts_with("run 1 "), "{}", e.detail);
+    assert_eq!(flaky.runs.len(), 16);
+    assert!(flaky.unique_blocks.is_empty() && flaky.targets.is_empty() && flaky.tiers.is_empty());
+    let steady = &records["pyfix/tests/test_flaky.py::test_valuation_ignores_receipt_order"];
+    assert!(steady.exclusion.is_none(), "{:?}", steady.exclusion);
+}
+
+#[test]
+fn corpus_fast_path_equals_per_test_path() {
+    let (Some(manifest), Some(())) = (clover_testkit::corpus_manifest(), clover_testkit::root())
+    else {
+        return;
+    };
+    for name in ["itsdangerous", "six"] {
+        let repo = &RepoConfig::resolve(Some(&manifest), Some(name), None).unwrap()[0];
+        let dir = tempfile::tempdir().unwrap();
+        let problems = extract(repo);
+        assert!(problems.len() > 20, "{name}: {}", problems.len());
+        let input = write_problems(dir.path(), &problems);
+        let m = manifest.display().to_string();
+        let (fast, stderr) = calibrate(&input, &["--manifest", &m, "--runs", "1"]);
+        eprintln!("{stderr}");
+        let (slow, _) = calibrate(&input, &["--manifest", &m, "--runs", "1", "--per-test"]);
+        assert_same_lines(&fast, &slow);
+        let kept = fast.values().filter(|r| r.exclusion.is_none()).count();
+        assert!(
+            kept * 10 >= fast.len() * 9,
+            "{name}: only {kept} of {} kept",
+            fast.len()
+        );
+    }
+}

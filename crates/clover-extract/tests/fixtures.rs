@@ -1,0 +1,230 @@
+//! Runs the real `clover-extract` binary on the checked-in fixture repositories and reads its
+//! output back through the wire types.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use clover_extract::CppUtBenchRow;
+use clover_protocol::{Problem, RecordReader, DEFAULT_MAX_LINE_BYTES};
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures")
+        .join(name)
+}
+
+fn run(args: &[&str]) -> (Vec<u8>, String, i32) {
+    let out = Command::new(env!("CARGO_BIN_EXE_clover-extract"))
+        .args(args)
+        .output()
+        .expect("the binary runs");
+    (
+        out.stdout,
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+        out.status.code().unwrap_or(-1),
+    )
+}
+
+fn problems(stdout: Vec<u8>) -> Vec<Problem> {
+    let mut reader = RecordReader::new(
+        std::io::Cursor::new(stdout),
+        "stdout",
+        DEFAULT_MAX_LINE_BYTES,
+    );
+    let mut out = Vec::new();
+    while let Some(r) = reader.next_record::<Problem>() {
+        out.push(r.expect("a valid problem record").1);
+    }
+    out
+}
+
+#[test]
+fn python_fixture_yields_one_problem_per_test_with_isolated_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("pyfix");
+    copy_dir(&fixture("python"), &repo);
+    let (stdout, stderr, code) = run(&["--repo", repo.to_str().unwrap(), "--write-problem-files"]);
+    assert_eq!(code, 0, "{stderr}");
+    let ps = problems(stdout);
+    assert_eq!(ps.len(), 42, "{stderr}");
+    let mut ids: Vec<&str> = ps.iter().map(|p| p.id.as_str()).collect();
+    let sorted = {
+        let mut s = ids.clone();
+        s.sort_by_key(|id| id.split("::").next().unwrap().to_string());
+        s
+    };
+    assert_eq!(ids, sorted, "problems come sorted by file");
+    ids.dedup();
+    assert_eq!(ids.len(), 42, "ids are unique");
+
+    let sale = ps
+        .iter()
+        .find(|p| p.id == "pyfix/tests/test_accounts.py::test_sales_increase_income")
+        .unwrap();
+    let py = sale.python.as_ref().unwrap();
+    assert!(py.problem_text.contains("def record_sale") && py.problem_text.contains("def dollars"));
+    assert!(!py.problem_text.contains("amortization_schedule"));
+    let on_disk = std::fs::read_to_string(repo.join(&py.problem_file)).unwrap();
+    assert_eq!(on_disk, py.problem_text);
+
+    let method = ps
+        .iter()
+        .find(|p| {
+            p.id == "pyfix/tests/test_accounts.py::TestLedger::test_close_account_sweeps_balance"
+        })
+        .unwrap();
+    let py = method.python.as_ref().unwrap();
+    assert!(py.problem_text.contains("def setup_method"));
+    assert!(!py.problem_text.contains("def test_account_types"));
+    assert_eq!(
+        py.node_id,
+        format!(
+            "{}::TestLedger::test_close_account_sweeps_balance",
+            py.problem_file
+        )
+    );
+    assert!(py
+        .repo_refs
+        .iter()
+        .any(|r| r.name == "Money" && r.file.as_deref() == Some("src/ledger/money.py")));
+
+    let unittest = ps
+        .iter()
+        .find(|p| {
+            p.id == "pyfix/tests/test_inventory.py::FifoInventoryTest::test_write_off_expired"
+        })
+        .unwrap();
+    assert!(unittest
+        .python
+        .as_ref()
+        .unwrap()
+        .problem_text
+        .contains("def setUp(self):"));
+
+    // Extraction is a pure function of the repository: a second run gives the same bytes.
+    let (again, _, _) = run(&["--repo", repo.to_str().unwrap()]);
+    let (first, _, _) = run(&["--repo", repo.to_str().unwrap()]);
+    assert_eq!(again, first);
+}
+
+#[test]
+fn cpp_fixture_pairs_sources_and_reports_the_rest() {
+    let (stdout, stderr, code) = run(&["--repo", fixture("cpp").to_str().unwrap()]);
+    assert_eq!(code, 0, "{stderr}");
+    let ps = problems(stdout);
+    let pairs: Vec<(&str, &str)> = ps
+        .iter()
+        .map(|p| {
+            let c = p.cpp.as_ref().unwrap();
+            (c.file_path.as_str(), c.test_path.as_str())
+        })
+        .collect();
+    assert_eq!(
+        pairs,
+        vec![
+            ("src/histogram.cc", "tests/histogram_unittest.cc"),
+            ("src/ring_buffer.cc", "tests/ring_buffer_test.cc"),
+            ("src/tokenizer.cc", "tests/tokenizer_test.cc"),
+        ]
+    );
+    assert!(
+        stderr.contains("tests/orphan_test.cc: test without source"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("tests/tokenizer_unittest.cc: superseded"),
+        "{stderr}"
+    );
+
+    let tok = ps[2].cpp.as_ref().unwrap();
+    assert!(
+        tok.code.contains(r#"constexpr char kBlockOpen[] = "/*";"#),
+        "literals survive stripping"
+    );
+    assert!(
+        !tok.code.contains("tokenizer.cc - lexer"),
+        "the header comment is gone"
+    );
+    assert_eq!(tok.code.lines().count(), 310, "lines keep their numbers");
+    assert!(tok.chunks.len() >= 2);
+    for ch in &tok.chunks {
+        assert!(ch.span.end_line - ch.span.start_line < 200);
+    }
+    assert!(tok
+        .tests
+        .iter()
+        .any(|t| t.name == "CommentMarkersInsideStringsAreText"));
+}
+
+#[test]
+fn cpp_ut_bench_format_uses_the_dataset_columns() {
+    let (stdout, stderr, code) = run(&[
+        "--repo",
+        fixture("cpp").to_str().unwrap(),
+        "--format",
+        "cpp-ut-bench",
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let rows: Vec<CppUtBenchRow> = String::from_utf8(stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows.len(), 3);
+    assert_eq!(rows[0].file_path, "src/histogram.cc");
+    assert_eq!(rows[0].repository_name, "cppfix");
+}
+
+#[test]
+fn bad_files_are_reported_and_extraction_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let tests = dir.path().join("tests");
+    std::fs::create_dir_all(&tests).unwrap();
+    std::fs::write(
+        tests.join("test_ok.py"),
+        "def test_a():\n    assert 1 == 1\n",
+    )
+    .unwrap();
+    std::fs::write(tests.join("test_broken.py"), "def test_b(:\n    pass\n").unwrap();
+    std::fs::write(tests.join("test_empty.py"), "").unwrap();
+    std::fs::write(tests.join("test_latin1.py"), b"x = '\xe9'\n").unwrap();
+    let (stdout, stderr, code) = run(&[
+        "--repo",
+        dir.path().to_str().unwrap(),
+        "--language",
+        "python",
+        "--name",
+        "bad",
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(problems(stdout).len(), 1);
+    assert!(
+        stderr.contains("tests/test_broken.py: syntax error: line 1"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("tests/test_empty.py: empty file"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("tests/test_latin1.py: not UTF-8"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("1 problem(s) from 1 of 4 test file(s), 3 issue(s)"),
+        "{stderr}"
+    );
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
