@@ -11,8 +11,11 @@
 //! nowhere else; the tools themselves never download anything.
 
 mod bench;
+mod bench_calibrate;
 mod corpus;
+mod corpus_extract;
 mod demo;
+mod docs;
 mod setup;
 
 use std::path::{Path, PathBuf};
@@ -49,6 +52,14 @@ enum Command {
         /// Only these packages (default: all)
         names: Vec<String>,
     },
+    /// Check that extracted problem files pass on their own where the original tests pass
+    CorpusExtract {
+        /// Corpus packages (default: the ones the test suite uses)
+        names: Vec<String>,
+        /// Fail when a package's share is below this percentage
+        #[arg(long, default_value_t = 97.0)]
+        min_share: f64,
+    },
     /// Install the clover binaries
     Install {
         /// Install into PREFIX/bin
@@ -70,6 +81,9 @@ fn main() -> Result<()> {
         Command::Demo => demo::run(&root),
         Command::Bench => bench::run(&root),
         Command::Install { prefix } => install(&root, &prefix),
+        Command::CorpusExtract { names, min_share } => {
+            corpus_extract_check(&root, &names, min_share)
+        }
         Command::Corpus { names } => {
             for r in corpus::ensure(&root, &names)? {
                 println!("{}\t{}\t{}", r.name, r.dir.display(), r.python.display());
@@ -95,6 +109,8 @@ fn test(root: &Path, no_lint: bool, cargo_args: &[String]) -> Result<()> {
     let env = setup::run(root)?;
     let corpus: Vec<String> = corpus::FOR_TESTS.iter().map(|s| s.to_string()).collect();
     corpus::ensure(root, &corpus)?;
+    step("corpus-extract: problem files pass where the original tests pass");
+    corpus_extract_check(root, &corpus, 97.0)?;
     if !no_lint {
         step("cargo fmt --check");
         duct::cmd!("cargo", "fmt", "--all", "--check")
@@ -123,6 +139,19 @@ fn test(root: &Path, no_lint: bool, cargo_args: &[String]) -> Result<()> {
     }
     cmd = cmd.env("CLOVER_CORPUS", root.join("target/corpus/clover.toml"));
     cmd.run().context("tests failed")?;
+    Ok(())
+}
+
+fn corpus_extract_check(root: &Path, names: &[String], min_share: f64) -> Result<()> {
+    let shares = corpus_extract::run(root, names)?;
+    for s in &shares {
+        let share = 100.0 * s.problem_pass as f64 / s.original_pass.max(1) as f64;
+        anyhow::ensure!(
+            share >= min_share && s.original_pass > 0,
+            "{}: only {share:.1}% of the problem files pass (want {min_share}%)",
+            s.name
+        );
+    }
     Ok(())
 }
 

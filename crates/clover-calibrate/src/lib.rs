@@ -28,4 +28,4 @@ pub mod analysis;
 pub mod coverage_json;
 mod python;
 
-pub use python::{calibrate_group, CalibrateOptions, GroupError};
+pub use python::{calibrate_group, node_of_case, CalibrateOptions, GroupError};

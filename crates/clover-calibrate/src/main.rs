@@ -9,7 +9,10 @@ use anyhow::{Context, Result};
 use clap::Parser;
 use clover_calibrate::{calibrate_group, CalibrateOptions};
 use clover_manifest::RepoConfig;
-use clover_protocol::{finish_main, Language, Problem, Shard, StageArgs, StageIo};
+use clover_protocol::{
+    finish_main, CalibratedProblem, Language, Problem, RecordReader, Shard, StageArgs, StageIo,
+    Stopped,
+};
 use clover_sandbox::{Limits, Sandbox};
 use rayon::prelude::*;
 
@@ -88,12 +91,38 @@ fn run(args: Args) -> Result<u8> {
     let mut stage_args = args.stage.clone();
     stage_args.shard = None;
     let mut io = StageIo::open(TOOL, &stage_args)?;
-    let mut summary: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
+    let mut summary = Summary::new();
 
     let mut pending: Vec<Group> = Vec::new();
     let mut current: Option<Group> = None;
+    // A stop (--on-error stop) ends the input there: what was read before it is still
+    // calibrated and written, then the stage ends with the stop.
+    let mut stopped: Option<anyhow::Error> = None;
     loop {
-        let next = io.next_record::<Problem>()?;
+        let mut next = match io.next_record::<Problem>() {
+            Ok(next) => next,
+            Err(e) if e.is::<Stopped>() => {
+                stopped = Some(e);
+                None
+            }
+            Err(e) => return Err(e),
+        };
+        if let Some((line, problem)) = &next {
+            if !repos.contains_key(&problem.repo) {
+                let why = format!(
+                    "unknown repository `{}`; the manifest names {}",
+                    problem.repo,
+                    repos.keys().cloned().collect::<Vec<_>>().join(", ")
+                );
+                match io.reject(*line, &problem.id, &why) {
+                    Ok(()) => continue,
+                    Err(e) => {
+                        stopped = Some(e);
+                        next = None;
+                    }
+                }
+            }
+        }
         let key = next.as_ref().map(|(_, p)| group_key(p));
         let close = match (&current, &key) {
             (Some(g), Some(k)) => &g.key != k,
@@ -102,7 +131,10 @@ fn run(args: Args) -> Result<u8> {
         };
         if close {
             let g = current.take().expect("a current group");
-            if shard.is_none_or(|s: Shard| s.contains(&g.key)) {
+            // A group an earlier run (--resume) wrote whole is not run again; one it wrote in
+            // part is, and only its missing records are written.
+            let all_done = g.problems.iter().all(|p| io.is_done(&p.id));
+            if shard.is_none_or(|s: Shard| s.contains(&g.key)) && !all_done {
                 pending.push(g);
             }
             if pending.len() >= jobs || next.is_none() {
@@ -138,6 +170,16 @@ fn run(args: Args) -> Result<u8> {
         &mut summary,
     )?;
 
+    if let Some(stop) = stopped {
+        // FILE.partial keeps what was written, for a --resume once the input is fixed.
+        return Err(stop);
+    }
+    let code = io.finish()?;
+    // With --resume the records of the earlier run count too: the summary describes the
+    // output file, so it is read back from it.
+    if let (true, Some(output)) = (args.stage.resume, &args.stage.output) {
+        summary = summarize_file(output)?;
+    }
     for (repo, counts) in &summary {
         let parts: Vec<String> = counts.iter().map(|(k, v)| format!("{k} {v}")).collect();
         eprintln!("{TOOL}: {repo}: {}", parts.join(", "));
@@ -152,7 +194,33 @@ fn run(args: Args) -> Result<u8> {
         std::fs::write(&path, serde_json::to_string_pretty(&summary)? + "\n")
             .with_context(|| format!("cannot write {}", path.display()))?;
     }
-    Ok(io.finish()?)
+    Ok(code)
+}
+
+type Summary = BTreeMap<String, BTreeMap<String, u64>>;
+
+/// Counts one calibrated record: kept, or excluded with its reason.
+fn count(summary: &mut Summary, r: &CalibratedProblem) -> Result<()> {
+    let counts = summary.entry(r.repo.clone()).or_default();
+    let key = match &r.exclusion {
+        None => "kept".to_string(),
+        Some(e) => format!(
+            "excluded_{}",
+            serde_json::to_value(e.reason)?.as_str().unwrap_or("?")
+        ),
+    };
+    *counts.entry(key).or_default() += 1;
+    Ok(())
+}
+
+/// The summary of a whole output file.
+fn summarize_file(path: &std::path::Path) -> Result<Summary> {
+    let mut summary = Summary::new();
+    let mut reader = RecordReader::open(Some(path), usize::MAX)?;
+    while let Some(next) = reader.next_record::<CalibratedProblem>() {
+        count(&mut summary, &next?.1)?;
+    }
+    Ok(summary)
 }
 
 /// The problems of one original test file, with their input lines.
@@ -179,10 +247,10 @@ fn flush(
     default_python: &std::path::Path,
     pool: &rayon::ThreadPool,
     pending: &mut Vec<Group>,
-    summary: &mut BTreeMap<String, BTreeMap<String, u64>>,
+    summary: &mut Summary,
 ) -> Result<()> {
     let groups = std::mem::take(pending);
-    let results: Vec<Result<Vec<clover_protocol::CalibratedProblem>, String>> = pool.install(|| {
+    let results: Vec<Result<Vec<CalibratedProblem>, String>> = pool.install(|| {
         groups
             .par_iter()
             .map(|g| {
@@ -230,15 +298,7 @@ fn flush(
         match result {
             Ok(records) => {
                 for r in records {
-                    let counts = summary.entry(r.repo.clone()).or_default();
-                    let key = match &r.exclusion {
-                        None => "kept".to_string(),
-                        Some(e) => format!(
-                            "excluded_{}",
-                            serde_json::to_value(e.reason)?.as_str().unwrap_or("?")
-                        ),
-                    };
-                    *counts.entry(key).or_default() += 1;
+                    count(summary, &r)?;
                     if !io.is_done(&r.id) {
                         io.writer.write(&r)?;
                     }

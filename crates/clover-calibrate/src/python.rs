@@ -114,10 +114,34 @@ fn line_offset(text: &str, line: u32) -> Option<usize> {
     (offset <= text.len()).then_some(offset)
 }
 
+/// What the cases of one test (its parameter sets) said.
+#[derive(Debug, Default)]
+struct Cases {
+    /// A case passed.
+    passed: bool,
+    /// The first case that failed or erred, with its message.
+    failure: Option<(Outcome, Option<String>)>,
+}
+
+impl Cases {
+    /// The test's outcome: the first failure; else passed if a case passed; a test whose
+    /// every case was skipped verifies nothing and cannot be a ground truth.
+    fn outcome(&self) -> (Outcome, Option<String>) {
+        match (&self.failure, self.passed) {
+            (Some(f), _) => f.clone(),
+            (None, true) => (Outcome::Passed, None),
+            (None, false) => (
+                Outcome::Error,
+                Some("every case of the test was skipped".into()),
+            ),
+        }
+    }
+}
+
 /// What one pytest process said about the tests it ran.
 struct RunReport {
-    /// Outcome per node id (a parametrized test folds its cases: the worst wins).
-    outcomes: HashMap<String, (Outcome, Option<String>)>,
+    /// Per node id (a parametrized test folds its cases).
+    outcomes: HashMap<String, Cases>,
     coverage: ContextCoverage,
     /// The run as a whole: timeout, crash (no report), collection error.
     failure: Option<(ExclusionReason, String)>,
@@ -199,8 +223,9 @@ fn run_pytest(
         id: files.first().map(|f| f.0.to_string()).unwrap_or_default(),
         message: format!("unreadable JUnit report: {e}"),
     })?;
+    let paths: Vec<&str> = files.iter().map(|f| f.0).collect();
     for case in &cases {
-        let Some(node) = node_of_case(case, files) else {
+        let Some(node) = node_of_case(case, &paths) else {
             // A case naming no test function is a collection error of the file it names.
             if case.outcome == TestOutcome::Error || case.outcome == TestOutcome::Failed {
                 report.failure = Some((
@@ -212,19 +237,18 @@ fn run_pytest(
             }
             continue;
         };
-        let outcome = match case.outcome {
-            TestOutcome::Passed => Outcome::Passed,
-            TestOutcome::Failed => Outcome::Failed,
-            TestOutcome::Error => Outcome::Error,
-            // A skipped test verifies nothing: it cannot be a ground truth.
-            TestOutcome::Skipped => Outcome::Error,
-        };
-        let entry = report
-            .outcomes
-            .entry(node)
-            .or_insert((Outcome::Passed, None));
-        if outcome != Outcome::Passed && entry.0 == Outcome::Passed {
-            *entry = (outcome, case.message.clone());
+        let cases = report.outcomes.entry(node).or_default();
+        match case.outcome {
+            TestOutcome::Passed => cases.passed = true,
+            // A skipped case verifies nothing and counts neither way.
+            TestOutcome::Skipped => {}
+            TestOutcome::Failed if cases.failure.is_none() => {
+                cases.failure = Some((Outcome::Failed, case.message.clone()));
+            }
+            TestOutcome::Error if cases.failure.is_none() => {
+                cases.failure = Some((Outcome::Error, case.message.clone()));
+            }
+            TestOutcome::Failed | TestOutcome::Error => {}
         }
     }
     if let Some(bytes) = out.files.get(1).and_then(|f| f.content.bytes()) {
@@ -244,11 +268,13 @@ fn run_pytest(
     Ok(report)
 }
 
-/// The node id (without parameters) a JUnit case of pytest belongs to, among the run's files.
-fn node_of_case(case: &TestCase, files: &[(&str, &str)]) -> Option<String> {
+/// The node id (without parameters) a JUnit case of pytest belongs to, among the test files
+/// (repository-relative paths) of the run; `None` for a case of no test function (a
+/// collection error names the file alone).
+pub fn node_of_case(case: &TestCase, paths: &[&str]) -> Option<String> {
     // pytest writes classname `tests.tmp_test_x_1.TestC` and name `test_y[param]`.
     let name = case.name.split('[').next().unwrap_or(&case.name);
-    for (path, _) in files {
+    for path in paths {
         let module = path.trim_end_matches(".py").replace('/', ".");
         let class = match case.classname.strip_prefix(&module) {
             Some("") => None,
@@ -342,7 +368,7 @@ struct Observation {
 
 fn observe(report: &RunReport, p: &Prepared) -> Observation {
     let (outcome, message) = match report.outcomes.get(&p.py.node_id) {
-        Some((o, m)) => (*o, m.clone()),
+        Some(cases) => cases.outcome(),
         None => match &report.failure {
             Some((ExclusionReason::Timeout, m)) => (Outcome::Timeout, Some(m.clone())),
             Some((_, m)) => (Outcome::Error, Some(m.clone())),
@@ -554,10 +580,7 @@ mod tests {
 
     #[test]
     fn junit_cases_map_to_node_ids() {
-        let files = [
-            ("tests/tmp_test_core_2.py", ""),
-            ("tests/tmp_empty_core_2.py", ""),
-        ];
+        let files = ["tests/tmp_test_core_2.py", "tests/tmp_empty_core_2.py"];
         let case = |classname: &str, name: &str| TestCase {
             name: name.into(),
             classname: classname.into(),
@@ -581,6 +604,21 @@ mod tests {
         assert_eq!(
             node_of_case(&case("tests.tmp_test_core_2x", "test_x"), &files),
             None
+        );
+    }
+
+    #[test]
+    fn skipped_cases_count_neither_way() {
+        let c = |passed, failure: Option<Outcome>| Cases {
+            passed,
+            failure: failure.map(|o| (o, None)),
+        };
+        assert_eq!(c(true, None).outcome().0, Outcome::Passed);
+        assert_eq!(c(true, Some(Outcome::Failed)).outcome().0, Outcome::Failed);
+        let (o, m) = c(false, None).outcome();
+        assert_eq!(
+            (o, m.as_deref()),
+            (Outcome::Error, Some("every case of the test was skipped"))
         );
     }
 
