@@ -11,18 +11,19 @@ use anyhow::Result;
 use crate::step;
 
 /// One measured comparison.
-struct Row {
-    name: String,
-    measured: String,
-    baseline: String,
-    ratio: f64,
-    target: String,
+pub struct Row {
+    pub name: String,
+    pub measured: String,
+    pub baseline: String,
+    pub ratio: f64,
+    pub target: String,
 }
 
 pub fn run(root: &Path) -> Result<()> {
     step("cargo build --release");
     duct::cmd!("cargo", "build", "--release", "--workspace", "--bins").run()?;
-    let rows = vec![jsonl_read(root)?];
+    let mut rows = vec![jsonl_read(root)?];
+    rows.extend(crate::bench_calibrate::rows(root)?);
 
     let mut md = String::new();
     writeln!(md, "# Benchmarks\n")?;
