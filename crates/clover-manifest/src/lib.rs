@@ -532,5 +532,50 @@ fn normalize(path: &Path) -> PathBuf {
     out
 }
 
+/// The flags by which a stage is told its repositories: `--manifest FILE` and `--repo DIR`
+/// (repeatable; a folder's own `clover.toml` is used when it has one). Flatten it into a
+/// stage's arguments with `#[command(flatten)]`.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct RepoArgs {
+    /// The repository manifest naming the input's repositories
+    #[arg(long, value_name = "FILE")]
+    pub manifest: Option<PathBuf>,
+    /// A repository folder (its clover.toml is used when it has one); repeatable
+    #[arg(long, value_name = "DIR")]
+    pub repo: Vec<PathBuf>,
+}
+
+impl RepoArgs {
+    /// Every repository named, by name. A name given twice keeps the last.
+    pub fn resolve(&self) -> Result<BTreeMap<String, RepoConfig>, ManifestError> {
+        let mut repos = BTreeMap::new();
+        if let Some(m) = &self.manifest {
+            for r in RepoConfig::resolve(Some(m), None, None)? {
+                repos.insert(r.name.clone(), r);
+            }
+        }
+        for dir in &self.repo {
+            for r in RepoConfig::resolve(None, None, Some(dir))? {
+                repos.insert(r.name.clone(), r);
+            }
+        }
+        if repos.is_empty() {
+            return Err(ManifestError::Detect {
+                dir: PathBuf::from("."),
+                message: "name the input's repositories with --manifest FILE or --repo DIR".into(),
+            });
+        }
+        Ok(repos)
+    }
+}
+
+/// The error for a record naming a repository no flag named.
+pub fn unknown_repo(name: &str, repos: &BTreeMap<String, RepoConfig>) -> String {
+    format!(
+        "unknown repository `{name}`; known: {} (name it with --manifest or --repo)",
+        repos.keys().cloned().collect::<Vec<_>>().join(", ")
+    )
+}
+
 #[cfg(test)]
 mod tests;

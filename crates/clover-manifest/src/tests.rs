@@ -190,3 +190,28 @@ fn the_fixture_manifests_load() {
     assert_eq!(detected.source_dirs, py.repos[0].source_dirs);
     assert_eq!(detected.test_dirs, py.repos[0].test_dirs);
 }
+
+#[test]
+fn repo_args_gather_manifests_and_folders() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "a/src/p/__init__.py", "");
+    write(dir.path(), "b/x.py", "");
+    write(
+        dir.path(),
+        "m/clover.toml",
+        "[[repo]]\nname = \"named\"\npath = \"../a\"\n",
+    );
+    let args = RepoArgs {
+        manifest: Some(dir.path().join("m/clover.toml")),
+        repo: vec![dir.path().join("b")],
+    };
+    let repos = args.resolve().unwrap();
+    assert_eq!(repos.keys().collect::<Vec<_>>(), vec!["b", "named"]);
+    assert_eq!(repos["named"].root, dir.path().join("a"));
+    let err = unknown_repo("zz", &repos);
+    assert!(
+        err.contains("unknown repository `zz`; known: b, named"),
+        "{err}"
+    );
+    assert!(RepoArgs::default().resolve().is_err());
+}
