@@ -1,5 +1,7 @@
-//! Benchmarks of calibrate's per-test coverage on a real test file, against the run it
-//! replaces: one plain `pytest --cov` of the same file, and calibrate's own per-test path.
+//! Benchmarks of the dataset-building stages on real packages: calibrate's per-test coverage
+//! against the run it replaces (one plain `pytest --cov` of the same file) and against its own
+//! per-test path; extract's throughput against pytest's own collection of the same tests; and
+//! pack-context against calibrate on the same problems (it must never be the slow stage).
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -94,7 +96,49 @@ pub fn rows(root: &Path) -> Result<Vec<Row>> {
     }
     let slow = calibrate(true)?;
     let (fast, base) = (median(fast), median(base));
-    Ok(vec![
+
+    // pack-context over what calibrate just wrote, with the real tokenizer.
+    let calibrated = work.join("calibrated.jsonl");
+    calibrate(false)?;
+    let instances = work.join("instances.jsonl");
+    let tokenizer = root.join("target/clover-data/tokenizer.model.v1");
+    let mut pack = Vec::new();
+    for _ in 0..3 {
+        let t = Instant::now();
+        duct::cmd!(
+            bin.join("clover-pack-context"),
+            &calibrated,
+            "--manifest",
+            &manifest,
+            "--tokenizer",
+            &tokenizer,
+            "--seed",
+            "0",
+            "-o",
+            &instances
+        )
+        .stderr_null()
+        .run()?;
+        pack.push(t.elapsed());
+    }
+    let pack = median(pack);
+    let text = std::fs::read_to_string(&instances)?;
+    let count = text.lines().count();
+    let tokens: u64 = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter_map(|v| v.get("prompt_tokens").and_then(|t| t.as_u64()))
+        .sum();
+
+    let mut rows = extract_rows(root, &bin, &manifest, &work)?;
+    rows.push(Row {
+        name: format!("pack-context of the {n} calibrated problems: {count} instances, {tokens} prompt tokens"),
+        measured: format!("{} ({:.0} instances/s, {:.2} M tokens/s)", secs(pack), count as f64 / pack.as_secs_f64(), tokens as f64 / 1e6 / pack.as_secs_f64()),
+        baseline: format!("{} calibrate of the same problems", secs(fast)),
+        ratio: pack.as_secs_f64() / fast.as_secs_f64(),
+        target: "≪ 1×: never the slow stage".into(),
+    });
+    rows.extend(vec![
         Row {
             name: format!("calibrate per-test coverage of {PACKAGE}/{TEST_FILE} ({n} problems, 1 run, sandboxed)"),
             measured: secs(fast),
@@ -109,7 +153,93 @@ pub fn rows(root: &Path) -> Result<Vec<Row>> {
             ratio: fast.as_secs_f64() / slow.as_secs_f64(),
             target: "≤ 0.1× (≥ 10× faster)".into(),
         },
-    ])
+    ]);
+    Ok(rows)
+}
+
+/// extract over the largest corpus package against pytest collecting the same tests.
+fn extract_rows(root: &Path, bin: &Path, manifest: &Path, work: &Path) -> Result<Vec<Row>> {
+    const LARGEST: &str = "click";
+    let ready = corpus::ensure(root, &[LARGEST.to_string()])?;
+    let pkg = ready.first().context("click is not ready")?;
+    let out = work.join("click-problems.jsonl");
+    let mut ours = Vec::new();
+    let mut collect = Vec::new();
+    for _ in 0..5 {
+        let t = Instant::now();
+        duct::cmd!(
+            bin.join("clover-extract"),
+            "--manifest",
+            manifest,
+            "--name",
+            LARGEST,
+            "-q",
+            "-o",
+            &out
+        )
+        .stderr_null()
+        .run()?;
+        ours.push(t.elapsed());
+        let t = Instant::now();
+        duct::cmd!(
+            "unshare",
+            "-n",
+            &pkg.python,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "-q",
+            "--collect-only",
+            "tests"
+        )
+        .dir(&pkg.dir)
+        .stdout_null()
+        .stderr_null()
+        .unchecked()
+        .run()?;
+        collect.push(t.elapsed());
+    }
+    let (ours, collect) = (median(ours), median(collect));
+    let bytes: u64 = walk_py(&pkg.dir);
+    let problems = std::fs::read_to_string(&out)?.lines().count();
+    Ok(vec![Row {
+        name: format!(
+            "extract {LARGEST} ({problems} problems, {:.1} MB of Python in the package)",
+            bytes as f64 / 1e6
+        ),
+        measured: format!(
+            "{} ({:.1} MB/s)",
+            secs(ours),
+            bytes as f64 / 1e6 / ours.as_secs_f64()
+        ),
+        baseline: format!(
+            "{} `pytest --collect-only` of the same tests",
+            secs(collect)
+        ),
+        ratio: ours.as_secs_f64() / collect.as_secs_f64(),
+        target: "well under 1 s; never the slow stage".into(),
+    }])
+}
+
+/// Bytes of Python source under `dir`, environments and caches left out.
+fn walk_py(dir: &Path) -> u64 {
+    let mut total = 0;
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let path = e.path();
+        if path.is_dir() {
+            if !name.starts_with('.') && !clover_manifest::PRUNED_DIRS.contains(&name.as_str()) {
+                total += walk_py(&path);
+            }
+        } else if name.ends_with(".py") {
+            total += e.metadata().map(|m| m.len()).unwrap_or(0);
+        }
+    }
+    total
 }
 
 fn median(mut v: Vec<Duration>) -> Duration {

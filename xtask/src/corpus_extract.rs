@@ -143,12 +143,18 @@ fn check(sandbox: &Sandbox, repo: &RepoConfig) -> Result<Share> {
                 base += 1;
                 match &c.exclusion {
                     None => pass += 1,
-                    Some(e) => failures.push(format!(
-                        "FAIL {}: {:?}: {}",
-                        p.id,
-                        e.reason,
-                        e.detail.lines().next().unwrap_or("")
-                    )),
+                    Some(e) => {
+                        let cause = KNOWN
+                            .iter()
+                            .find(|(id, _)| *id == p.id)
+                            .map_or(String::new(), |(_, why)| format!(" — why: {why}"));
+                        failures.push(format!(
+                            "FAIL {}: {:?}: {}{cause}",
+                            p.id,
+                            e.reason,
+                            e.detail.lines().next().unwrap_or("")
+                        ))
+                    }
                 }
             }
             Ok((base, pass, failures))
@@ -169,6 +175,21 @@ fn check(sandbox: &Sandbox, repo: &RepoConfig) -> Result<Share> {
     }
     Ok(share)
 }
+
+/// Why known failures fail: (problem id, cause). A problem file is a different module from the
+/// original test file, so a test that checks its own module's name cannot pass; a helper that
+/// a test reaches only through a string (an import path) is not seen by extract's name tracing.
+const KNOWN: &[(&str, &str)] = &[
+    ("click/tests/test_options.py::test_custom_type_flag_value_dual_options", "asserts the repr of a class defined in the test module, which names the module (`test_options.Class2`)"),
+    ("click/tests/test_options.py::test_callable_flag_value_not_instantiated", "asserts the repr of a class defined in the test module, which names the module"),
+    ("jinja2/tests/test_utils.py::TestHelpers::test_object_type_repr", "asserts `test_utils.X object`, the test module's name"),
+    ("jinja2/tests/test_debug.py::TestDebug::test_runtime_error", "matches a traceback that names the test file"),
+    ("jinja2/tests/test_debug.py::TestDebug::test_regular_syntax_error", "matches a traceback that names the test file"),
+    ("jinja2/tests/test_ext.py::TestExtensions::test_extension_nodes", "reaches `importable_object` only through the import string `__name__ + \":importable_object\"`, so extract drops it"),
+    ("jinja2/tests/test_ext.py::TestExtensions::test_contextreference_node_passes_context", "reaches `importable_object` only through an import string"),
+    ("jinja2/tests/test_ext.py::TestExtensions::test_contextreference_node_can_pass_locals", "reaches `importable_object` only through an import string"),
+    ("jinja2/tests/test_async_filters.py::test_join_attribute", "not yet understood: the rendered usernames come out empty in the problem file"),
+];
 
 const BEGIN: &str = "<!-- corpus-extract: begin -->";
 const END: &str = "<!-- corpus-extract: end -->";

@@ -14,6 +14,7 @@ mod bench;
 mod bench_calibrate;
 mod corpus;
 mod corpus_extract;
+mod corpus_extract_cpp;
 mod demo;
 mod docs;
 mod setup;
@@ -47,9 +48,10 @@ enum Command {
     Demo,
     /// Measure speed and overhead as ratios, and write docs/BENCHMARKS.md
     Bench,
-    /// Fetch the corpus packages, check their hashes, and give each its environment
+    /// Fetch the corpus packages and C++ repositories, check their hashes, and give each
+    /// Python package its environment
     Corpus {
-        /// Only these packages (default: all)
+        /// Only these packages or repositories (default: all)
         names: Vec<String>,
     },
     /// Check that extracted problem files pass on their own where the original tests pass
@@ -59,6 +61,14 @@ enum Command {
         /// Fail when a package's share is below this percentage
         #[arg(long, default_value_t = 97.0)]
         min_share: f64,
+    },
+    /// Check C++ pairing, comment stripping and chunking on real code, and run the ground truth
+    CorpusExtractCpp {
+        /// C++ corpus repositories (default: googletest-samples and snappy)
+        names: Vec<String>,
+        /// Skip building and running the ground-truth tests
+        #[arg(long)]
+        no_run: bool,
     },
     /// Install the clover binaries
     Install {
@@ -84,9 +94,22 @@ fn main() -> Result<()> {
         Command::CorpusExtract { names, min_share } => {
             corpus_extract_check(&root, &names, min_share)
         }
+        Command::CorpusExtractCpp { names, no_run } => {
+            corpus_extract_cpp::run(&root, &names, !no_run).map(|_| ())
+        }
         Command::Corpus { names } => {
-            for r in corpus::ensure(&root, &names)? {
-                println!("{}\t{}\t{}", r.name, r.dir.display(), r.python.display());
+            let (cpp, python): (Vec<String>, Vec<String>) = names
+                .into_iter()
+                .partition(|n| corpus::CPP_REPOS.iter().any(|r| r.name == n));
+            if !python.is_empty() || cpp.is_empty() {
+                for r in corpus::ensure(&root, &python)? {
+                    println!("{}\t{}\t{}", r.name, r.dir.display(), r.python.display());
+                }
+            }
+            if !cpp.is_empty() || python.is_empty() {
+                for r in corpus::ensure_cpp(&root, &cpp)? {
+                    println!("{}\t{}\t{}", r.name, r.dir.display(), r.version);
+                }
             }
             println!(
                 "manifest: {}",
@@ -111,6 +134,8 @@ fn test(root: &Path, no_lint: bool, cargo_args: &[String]) -> Result<()> {
     corpus::ensure(root, &corpus)?;
     step("corpus-extract: problem files pass where the original tests pass");
     corpus_extract_check(root, &corpus, 97.0)?;
+    step("corpus-extract-cpp: C++ pairs, chunks and ground truth on googletest samples and snappy");
+    corpus_extract_cpp::run(root, &[], true)?;
     if !no_lint {
         step("cargo fmt --check");
         duct::cmd!("cargo", "fmt", "--all", "--check")

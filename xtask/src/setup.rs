@@ -1,6 +1,7 @@
 //! `cargo xtask setup`: everything the tests and the demo need, installed idempotently.
 //!
-//! - Debian packages for C++ (g++, GoogleTest, gcovr) and Chromium (the HTML report test)
+//! - Debian packages for C++ (g++, GoogleTest, gcovr, dpkg-dev), Chromium (the HTML report test), and
+//!   GNU parallel and make (the scaling examples of `docs/examples`)
 //!   through `apt-get` when running as root; without root, a message naming what to install;
 //! - a Python virtual environment at `target/clover-venv` with pinned pytest, pytest-cov,
 //!   coverage and sentencepiece (the tokenizer reference);
@@ -31,8 +32,13 @@ const DEBIAN_PACKAGES: &[(&str, &str)] = &[
     ("libgtest-dev", "/usr/include/gtest/gtest.h"),
     ("libgmock-dev", "/usr/include/gmock/gmock.h"),
     ("gcovr", "/usr/bin/gcovr"),
+    // dpkg-source unpacks the Debian source packages of the C++ corpus (`cargo xtask corpus`).
+    ("dpkg-dev", "/usr/bin/dpkg-source"),
     // The HTML score report is opened in headless Chromium by clover-score's tests.
     ("chromium", "/usr/bin/chromium"),
+    // docs/examples/parallel.sh is run by clover-e2e's tests.
+    ("parallel", "/usr/bin/parallel"),
+    ("make", "/usr/bin/make"),
 ];
 
 const TOKENIZER_PACKAGE: &str = "mistral-common==1.13.1";
@@ -79,7 +85,7 @@ pub fn run(root: &Path) -> Result<Env> {
     })
 }
 
-fn is_root() -> bool {
+pub fn is_root() -> bool {
     duct::cmd!("id", "-u")
         .read()
         .map(|s| s.trim() == "0")
