@@ -134,6 +134,22 @@ impl StageIo {
         );
     }
 
+    /// Rejects a record that was read but cannot be used (it names an unknown repository,
+    /// say): reports it like a bad line and, under `--on-error stop`, ends the stage with
+    /// [`Stopped`].
+    pub fn reject(
+        &mut self,
+        line: u64,
+        id: &str,
+        why: &dyn std::fmt::Display,
+    ) -> anyhow::Result<()> {
+        self.report_failed(line, id, why);
+        if self.on_error == OnError::Stop {
+            return Err(Stopped.into());
+        }
+        Ok(())
+    }
+
     /// Whether an earlier run (`--resume`) already wrote a record with this id.
     pub fn is_done(&self, id: &str) -> bool {
         self.done.contains(id)
