@@ -33,6 +33,8 @@ pub enum IssueKind {
     SyntaxError,
     /// The file is not valid UTF-8.
     NotUtf8,
+    /// The file holds a NUL byte: it is binary, not source.
+    Binary,
     /// The file is empty or holds only whitespace.
     Empty,
     /// The file is larger than the size limit.
@@ -47,11 +49,24 @@ pub enum IssueKind {
     Skipped,
 }
 
+impl IssueKind {
+    /// Whether the issue means a test file that should have given problems gave none (or
+    /// fewer): a bad input, reported as an error and counted in the exit code. The others
+    /// (an empty file, an unpaired or superseded C++ test) are notes about a normal layout.
+    pub fn is_error(&self) -> bool {
+        !matches!(
+            self,
+            IssueKind::Empty | IssueKind::TestWithoutSource | IssueKind::Superseded
+        )
+    }
+}
+
 impl fmt::Display for IssueKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
             IssueKind::SyntaxError => "syntax error",
             IssueKind::NotUtf8 => "not UTF-8",
+            IssueKind::Binary => "binary file",
             IssueKind::Empty => "empty file",
             IssueKind::TooLarge => "too large",
             IssueKind::Unreadable => "unreadable",

@@ -1,5 +1,6 @@
 //! `clover-extract`: a repository in, problem records out.
 
+use std::collections::HashSet;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -9,7 +10,7 @@ use anyhow::{Context, Result};
 use clap::{Parser, ValueEnum};
 use clover_extract::{extract, write_problem_files, CppUtBenchRow, ExtractOptions};
 use clover_manifest::RepoConfig;
-use clover_protocol::{exit, finish_main, Language, RecordWriter};
+use clover_protocol::{exit, finish_main, Language, OnError, RecordWriter, Shard, Stopped};
 
 const TOOL: &str = "clover-extract";
 
@@ -35,6 +36,16 @@ struct Args {
     /// Write records to FILE (through FILE.partial, renamed when done) instead of stdout
     #[arg(short, long, value_name = "FILE")]
     output: Option<PathBuf>,
+    /// Keep the problems already in the output file and skip their ids (needs -o)
+    #[arg(long, requires = "output")]
+    resume: bool,
+    /// Write only shard K of N (0-based): problems whose id's FNV-1a 64 hash mod N is K
+    #[arg(long, value_name = "K/N")]
+    shard: Option<Shard>,
+    /// What to do with a test file that cannot be used (syntax error, binary, not UTF-8,
+    /// unreadable, too large): report it and go on (exit 3 at the end), or stop (exit 4)
+    #[arg(long, value_enum, default_value_t = OnError::Skip)]
+    on_error: OnError,
     /// Output format: clover problem records, or CPP-UT-Bench rows (C++ only)
     #[arg(long, value_enum, default_value_t = Format::Clover)]
     format: Format,
@@ -47,7 +58,8 @@ struct Args {
     /// Cut C++ sources longer than this many lines into chunks
     #[arg(long, value_name = "LINES", default_value_t = clover_extract::DEFAULT_CHUNK_LINES)]
     chunk_lines: u32,
-    /// Do not report skipped files one by one (the summary still counts them)
+    /// Do not list notes (empty files, unpaired or superseded C++ tests) one by one; errors
+    /// are always reported, and the summary counts both
     #[arg(short, long)]
     quiet: bool,
 }
@@ -100,15 +112,23 @@ fn run(args: Args) -> Result<u8> {
             return Ok(exit::USAGE);
         }
     };
-    let mut writer = match (&args.output, args.format) {
-        (_, Format::CppUtBench) => None,
-        (Some(path), Format::Clover) => Some(
-            RecordWriter::create(path, false)
-                .with_context(|| format!("cannot create {}", path.display()))?
-                .0,
-        ),
-        (None, Format::Clover) => Some(RecordWriter::stdout()),
+    if args.resume && args.format == Format::CppUtBench {
+        eprintln!(
+            "{TOOL}: error: --resume needs clover records; CPP-UT-Bench rows are written at once"
+        );
+        return Ok(exit::USAGE);
+    }
+    let (mut writer, done) = match (&args.output, args.format) {
+        (_, Format::CppUtBench) => (None, HashSet::new()),
+        (Some(path), Format::Clover) => {
+            let (w, done) = RecordWriter::create(path, args.resume)
+                .with_context(|| format!("cannot create {}", path.display()))?;
+            (Some(w), done)
+        }
+        (None, Format::Clover) => (Some(RecordWriter::stdout()), HashSet::new()),
     };
+    let wanted = |id: &str| !done.contains(id) && args.shard.is_none_or(|s| s.contains(id));
+    let mut bad_files = 0u64;
     // CPP-UT-Bench rows are not clover records; they go straight to the output file or stdout.
     let mut rows: Vec<CppUtBenchRow> = Vec::new();
     for repo in &repos {
@@ -123,10 +143,22 @@ fn run(args: Args) -> Result<u8> {
         let started = Instant::now();
         let out = extract(&opts).with_context(|| format!("cannot extract {}", repo.name))?;
         let secs = started.elapsed().as_secs_f64();
-        if !args.quiet {
-            for issue in &out.issues {
-                eprintln!("{TOOL}: skipped {}", issue);
+        // Every bad test file is reported with the id prefix its problems would have had
+        // (`repo/path`) and counted. With --on-error stop nothing of this repository is
+        // written, so the output holds only whole repositories before it.
+        let mut errors = 0u64;
+        for issue in &out.issues {
+            if issue.kind.is_error() {
+                errors += 1;
+                eprintln!("{TOOL}: error: {}/{issue}", repo.name);
+            } else if !args.quiet {
+                eprintln!("{TOOL}: note: {}/{issue}", repo.name);
             }
+        }
+        bad_files += errors;
+        if errors > 0 && args.on_error == OnError::Stop {
+            // FILE.partial keeps the repositories before this one, for a later --resume.
+            return Err(Stopped.into());
         }
         if args.write_problem_files {
             let n = write_problem_files(&opts.root, &out.problems)?;
@@ -138,14 +170,17 @@ fn run(args: Args) -> Result<u8> {
         match args.format {
             Format::Clover => {
                 if let Some(w) = writer.as_mut() {
-                    for p in &out.problems {
+                    for p in out.problems.iter().filter(|p| wanted(&p.id)) {
                         w.write(p)?;
                     }
                 }
             }
-            Format::CppUtBench => {
-                rows.extend(out.problems.iter().filter_map(CppUtBenchRow::from_problem))
-            }
+            Format::CppUtBench => rows.extend(
+                out.problems
+                    .iter()
+                    .filter(|p| wanted(&p.id))
+                    .filter_map(CppUtBenchRow::from_problem),
+            ),
         }
         eprintln!(
             "{TOOL}: {}: {} in {:.3} s ({:.1} MB/s)",
@@ -172,10 +207,19 @@ fn run(args: Args) -> Result<u8> {
                 stdout.flush()?;
             }
         }
-        return Ok(exit::OK);
+        return Ok(exit_code(bad_files));
     }
     if let Some(w) = writer {
         w.finish()?;
     }
-    Ok(exit::OK)
+    Ok(exit_code(bad_files))
+}
+
+fn exit_code(bad_files: u64) -> u8 {
+    if bad_files > 0 {
+        eprintln!("{TOOL}: {bad_files} test file(s) could not be used; see the errors above");
+        exit::BAD_RECORDS
+    } else {
+        exit::OK
+    }
 }

@@ -160,9 +160,16 @@ pub(crate) fn read_source(root: &Path, rel: &str, max_bytes: u64) -> Result<Stri
         detail,
     };
     let path = root.join(rel);
-    let len = std::fs::metadata(&path)
-        .map_err(|e| issue(IssueKind::Unreadable, e.to_string()))?
-        .len();
+    // `metadata` follows links, so a link loop is reported here (ELOOP) rather than read, and
+    // a FIFO or device, which would block or never end, is never opened.
+    let meta = std::fs::metadata(&path).map_err(|e| issue(IssueKind::Unreadable, e.to_string()))?;
+    if !meta.is_file() {
+        return Err(issue(
+            IssueKind::Unreadable,
+            "not a regular file".to_string(),
+        ));
+    }
+    let len = meta.len();
     if len > max_bytes {
         return Err(issue(
             IssueKind::TooLarge,
@@ -170,6 +177,9 @@ pub(crate) fn read_source(root: &Path, rel: &str, max_bytes: u64) -> Result<Stri
         ));
     }
     let bytes = std::fs::read(&path).map_err(|e| issue(IssueKind::Unreadable, e.to_string()))?;
+    if let Some(at) = bytes.iter().position(|&b| b == 0) {
+        return Err(issue(IssueKind::Binary, format!("NUL byte at offset {at}")));
+    }
     let text = String::from_utf8(bytes).map_err(|e| {
         issue(
             IssueKind::NotUtf8,
@@ -229,5 +239,19 @@ mod tests {
         assert_eq!(kind("latin1.py", 1000), IssueKind::NotUtf8);
         assert_eq!(kind("big.py", 100), IssueKind::TooLarge);
         assert_eq!(kind("missing.py", 100), IssueKind::Unreadable);
+        std::fs::write(dir.path().join("blob.py"), b"\x7fELF\x02\x01\x00\x00").unwrap();
+        assert_eq!(kind("blob.py", 1000), IssueKind::Binary);
+        std::os::unix::fs::symlink("loop.py", dir.path().join("loop.py")).unwrap();
+        assert_eq!(kind("loop.py", 1000), IssueKind::Unreadable);
+        let made = std::process::Command::new("mkfifo")
+            .arg(dir.path().join("fifo.py"))
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let fifo = read_source(dir.path(), "fifo.py", 1000).unwrap_err();
+        assert_eq!(
+            (fifo.kind, fifo.detail.as_str()),
+            (IssueKind::Unreadable, "not a regular file")
+        );
     }
 }

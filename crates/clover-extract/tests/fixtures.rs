@@ -188,31 +188,54 @@ fn bad_files_are_reported_and_extraction_goes_on() {
     std::fs::write(tests.join("test_broken.py"), "def test_b(:\n    pass\n").unwrap();
     std::fs::write(tests.join("test_empty.py"), "").unwrap();
     std::fs::write(tests.join("test_latin1.py"), b"x = '\xe9'\n").unwrap();
-    let (stdout, stderr, code) = run(&[
+    std::fs::write(
+        tests.join("test_blob.py"),
+        b"\x7fELF\x02\x01\x01\x00\x00def test_c(): pass\n",
+    )
+    .unwrap();
+    std::os::unix::fs::symlink("test_loop.py", tests.join("test_loop.py")).unwrap();
+    std::os::unix::fs::symlink(".", tests.join("again")).unwrap();
+    let fifo = Command::new("mkfifo")
+        .arg(tests.join("test_fifo.py"))
+        .status()
+        .unwrap();
+    assert!(fifo.success());
+    let root = dir.path().to_str().unwrap();
+    let (stdout, stderr, code) = run(&["--repo", root, "--language", "python", "--name", "bad"]);
+    assert_eq!(code, 3, "bad test files are bad input: {stderr}");
+    assert_eq!(problems(stdout).len(), 1);
+    for want in [
+        "error: bad/tests/test_broken.py: syntax error: line 1",
+        "error: bad/tests/test_latin1.py: not UTF-8",
+        "error: bad/tests/test_blob.py: binary file: NUL byte at offset 7",
+        "error: bad/tests/test_loop.py: unreadable: Too many levels of symbolic links",
+        "error: bad/tests/test_fifo.py: unreadable: not a regular file",
+        "note: bad/tests/test_empty.py: empty file",
+        "5 test file(s) could not be used",
+        "1 problem(s) from 1 of 7 test file(s), 6 issue(s)",
+    ] {
+        assert!(stderr.contains(want), "no `{want}` in:\n{stderr}");
+    }
+
+    // --on-error stop: nothing of the repository is written, and the output stays partial.
+    let out = dir.path().join("out.jsonl");
+    let (_, stderr, code) = run(&[
         "--repo",
-        dir.path().to_str().unwrap(),
+        root,
         "--language",
         "python",
         "--name",
         "bad",
+        "--on-error",
+        "stop",
+        "-o",
+        out.to_str().unwrap(),
     ]);
-    assert_eq!(code, 0, "{stderr}");
-    assert_eq!(problems(stdout).len(), 1);
-    assert!(
-        stderr.contains("tests/test_broken.py: syntax error: line 1"),
-        "{stderr}"
-    );
-    assert!(
-        stderr.contains("tests/test_empty.py: empty file"),
-        "{stderr}"
-    );
-    assert!(
-        stderr.contains("tests/test_latin1.py: not UTF-8"),
-        "{stderr}"
-    );
-    assert!(
-        stderr.contains("1 problem(s) from 1 of 4 test file(s), 3 issue(s)"),
-        "{stderr}"
+    assert_eq!(code, 4, "{stderr}");
+    assert!(!out.exists());
+    assert_eq!(
+        std::fs::read_to_string(clover_protocol::partial_path(&out)).unwrap(),
+        ""
     );
 }
 

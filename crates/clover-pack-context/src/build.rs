@@ -74,12 +74,28 @@ impl<'t> Packer<'t> {
         &self.options
     }
 
+    /// Whether the manifest names `repo`.
+    pub fn knows_repo(&self, repo: &str) -> bool {
+        self.repos.contains_key(repo)
+    }
+
+    /// The names of the manifest's repositories, sorted, for messages.
+    pub fn repo_names(&self) -> Vec<&str> {
+        let mut names: Vec<&str> = self.repos.keys().map(String::as_str).collect();
+        names.sort();
+        names
+    }
+
     /// Packs the kept problems of one repository. `want` says whether an instance id is to be
     /// built at all (resume, shards); `emit` takes each instance as soon as it is built.
+    ///
+    /// The problems are first sorted by id, in place: what is built depends on the set of a
+    /// repository's records, not on their order, so shards of calibrate joined in any order
+    /// give the same instances as one run.
     pub fn pack_repo(
         &mut self,
         repo: &str,
-        problems: &[CalibratedProblem],
+        problems: &mut [CalibratedProblem],
         want: &mut dyn FnMut(&str) -> bool,
         emit: &mut dyn FnMut(Instance) -> anyhow::Result<()>,
     ) -> Result<(), PackError> {
@@ -90,6 +106,8 @@ impl<'t> Packer<'t> {
             repo: repo.to_string(),
             id: first.id.clone(),
         })?;
+        problems.sort_by(|a, b| a.id.cmp(&b.id));
+        let problems: &[CalibratedProblem] = problems;
         self.summary.repos += 1;
         self.summary.problems += problems.len() as u64;
         let mut input = RepoInput {
@@ -109,7 +127,7 @@ impl<'t> Packer<'t> {
                 Task::CppUnitTest => tasks::cpp_unit_test(&mut input, &self.pool)?,
             });
         }
-        // Output follows the input's problem order; within a problem, the task order.
+        // Output follows the problems' id order; within a problem, the task order.
         drafts.sort_by_key(|(pi, _)| *pi);
 
         let mut ordered: Option<(usize, Vec<Arc<SourceFile>>)> = None;

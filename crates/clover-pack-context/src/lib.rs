@@ -181,7 +181,19 @@ pub fn run(
         Ok(())
     };
 
+    // A stop (--on-error stop) ends the stage without packing the repository being read:
+    // instances are sampled per repository, so a part of one would give other instances.
     while let Some((line, record)) = io.next_record::<CalibratedProblem>()? {
+        if !packer.knows_repo(&record.repo) {
+            let why = format!(
+                "unknown repository `{}`; the manifest names {}; pass --manifest FILE or \
+                 --repo DIR naming it",
+                record.repo,
+                packer.repo_names().join(", ")
+            );
+            io.reject(line, &record.id, &why)?;
+            continue;
+        }
         if record.exclusion.is_some() {
             excluded += 1;
             continue;
@@ -192,7 +204,7 @@ pub fn run(
             finished.insert(repo);
         }
         if finished.contains(&record.repo) {
-            io.report_failed(
+            io.reject(
                 line,
                 &record.id,
                 &format!(
@@ -200,7 +212,7 @@ pub fn run(
                      repository (`clover calibrate` writes them that way)",
                     record.repo
                 ),
-            );
+            )?;
             continue;
         }
         batch.push(record);
@@ -231,12 +243,12 @@ pub fn measure(
         while j < input.len() && input[j].repo == repo {
             j += 1;
         }
-        let kept: Vec<CalibratedProblem> = input[i..j]
+        let mut kept: Vec<CalibratedProblem> = input[i..j]
             .iter()
             .filter(|r| r.exclusion.is_none())
             .cloned()
             .collect();
-        packer.pack_repo(&repo, &kept, &mut |_| true, &mut |_| Ok(()))?;
+        packer.pack_repo(&repo, &mut kept, &mut |_| true, &mut |_| Ok(()))?;
         i = j;
     }
     Ok((packer.summary, start.elapsed().as_secs_f64()))

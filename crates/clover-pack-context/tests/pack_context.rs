@@ -442,7 +442,7 @@ fn cloze_samples_proportional_to_reference_length() {
         let mut packer = Packer::new(&tok, opts, repos.clone());
         let mut out = Vec::new();
         packer
-            .pack_repo("pyfix", &records, &mut |_| true, &mut |i| {
+            .pack_repo("pyfix", &mut records.clone(), &mut |_| true, &mut |i| {
                 out.push(str_of(&i.scoring["reference"]).chars().count() as f64);
                 Ok(())
             })

@@ -65,7 +65,7 @@ pub use metrics::{
     covered, covers_blocks, headline_metric, metric_names, trivial_rule, uses_target, verdict,
     ClozeFacts, Tally, TrivialRule, Verdict,
 };
-pub use pyexpr::{identifiers, is_constant, normalize};
+pub use pyexpr::{identifiers, normalize};
 pub use report::{
     setting_order, to_html, to_json, to_markdown, to_score_rows, Report, Row, Scorer, Utilization,
     ALL_REPOS,

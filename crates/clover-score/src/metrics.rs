@@ -6,7 +6,9 @@ use clover_protocol::{FileCoverage, LineRanges, Outcome, RunResult, Task};
 use serde_json::Value;
 
 use crate::extract::align_prediction;
-use crate::pyexpr::{identifiers, is_constant, normalize};
+use clover_extract::is_constant_operand as is_constant;
+
+use crate::pyexpr::{identifiers, normalize};
 
 /// Why a correct Task I prediction does not count for RER.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,9 +1,10 @@
-//! Facts about a Python expression or snippet the scorer needs: is it a constant, how does it
-//! read without layout, which names does it use. Parsed with tree-sitter-python.
+//! Facts about a Python expression or snippet the scorer needs: how it reads without layout,
+//! which names it uses. Whether it is a constant is `clover_extract::is_constant_operand`, the
+//! rule extract applies to the operands it records.
 
 use std::collections::BTreeSet;
 
-use tree_sitter::{Node, Parser, Tree};
+use tree_sitter::{Parser, Tree};
 
 fn parse(code: &str) -> Option<Tree> {
     let mut parser = Parser::new();
@@ -11,76 +12,6 @@ fn parse(code: &str) -> Option<Tree> {
         .set_language(&tree_sitter_python::LANGUAGE.into())
         .ok()?;
     parser.parse(code, None)
-}
-
-/// Whether `expr` is a constant: a number (with an optional sign), a string or bytes literal
-/// (concatenated or not, but no f-string), `True`, `False`, `None`, `...`, or a tuple of
-/// constants. This is Python's `ast.Constant` plus signed numbers and constant tuples, which
-/// are just as trivially known.
-pub fn is_constant(expr: &str) -> bool {
-    if expr.trim().is_empty() {
-        return false;
-    }
-    let wrapped = format!("(\n{expr}\n)\n");
-    let Some(tree) = parse(&wrapped) else {
-        return false;
-    };
-    let root = tree.root_node();
-    if root.has_error() || root.named_child_count() != 1 {
-        return false;
-    }
-    let Some(stmt) = root
-        .named_child(0)
-        .filter(|n| n.kind() == "expression_statement")
-    else {
-        return false;
-    };
-    if stmt.named_child_count() != 1 {
-        return false;
-    }
-    stmt.named_child(0)
-        .is_some_and(|n| constant_node(n, wrapped.as_bytes()))
-}
-
-fn constant_node(node: Node, src: &[u8]) -> bool {
-    let mut cursor = node.walk();
-    match node.kind() {
-        "integer" | "float" | "true" | "false" | "none" | "ellipsis" => true,
-        "string" => {
-            let prefix = node
-                .child(0)
-                .and_then(|s| s.utf8_text(src).ok())
-                .unwrap_or("");
-            !prefix.contains(['f', 'F'])
-                && !node
-                    .named_children(&mut cursor)
-                    .any(|c| c.kind() == "interpolation")
-        }
-        "concatenated_string" => node
-            .named_children(&mut cursor)
-            .all(|c| constant_node(c, src)),
-        "unary_operator" => {
-            let op = node
-                .child_by_field_name("operator")
-                .and_then(|o| o.utf8_text(src).ok());
-            matches!(op, Some("-" | "+"))
-                && node
-                    .child_by_field_name("argument")
-                    .is_some_and(|a| matches!(a.kind(), "integer" | "float"))
-        }
-        "tuple" => node
-            .named_children(&mut cursor)
-            .filter(|c| c.kind() != "comment")
-            .all(|c| constant_node(c, src)),
-        "parenthesized_expression" => {
-            let inner: Vec<Node> = node
-                .named_children(&mut cursor)
-                .filter(|c| c.kind() != "comment")
-                .collect();
-            inner.len() == 1 && constant_node(inner[0], src)
-        }
-        _ => false,
-    }
 }
 
 /// `expr` without whitespace outside string literals: `x  in d` and `x in  d` read the same,
@@ -149,52 +80,6 @@ pub fn identifiers(code: &str) -> BTreeSet<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn constants() {
-        for c in [
-            "1",
-            "-1",
-            "+2.5",
-            "1e3",
-            "0x1F",
-            "1j",
-            "'a'",
-            "b\"x\"",
-            "r'\\d'",
-            "'a' 'b'",
-            "True",
-            "False",
-            "None",
-            "...",
-            "(1500, 0)",
-            "()",
-            "(1, ('a', None))",
-            "(  7  )",
-            "\"\"\"doc\"\"\"",
-        ] {
-            assert!(is_constant(c), "{c} is a constant");
-        }
-        for c in [
-            "x",
-            "f(1)",
-            "-x",
-            "not True",
-            "[1, 2]",
-            "{'a': 1}",
-            "f'{x}'",
-            "f'plain'",
-            "1 + 2",
-            "a.b",
-            "(x, 1)",
-            "Money(5)",
-            "",
-            "1 ==",
-            "x if y else z",
-        ] {
-            assert!(!is_constant(c), "{c} is not a constant");
-        }
-    }
 
     #[test]
     fn normal_forms() {

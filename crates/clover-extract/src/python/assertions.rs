@@ -77,21 +77,26 @@ fn unwrap_parens(mut n: Node) -> Node {
 /// Whether an expression is a constant as Python's compiler sees it: a number, a string or
 /// bytes (not an f-string with fields), `True`, `False`, `None`, `...`, a sign applied to a
 /// number (folded to a constant), or a tuple of constants.
-pub(crate) fn is_constant(n: Node) -> bool {
+pub(crate) fn is_constant(n: Node, text: &str) -> bool {
+    let mut c = n.walk();
     match n.kind() {
         "integer" | "float" | "true" | "false" | "none" | "ellipsis" => true,
+        // An f-string is a JoinedStr to Python's compiler even without fields.
         "string" => {
-            let mut c = n.walk();
-            let plain = !n
+            let f_prefix = n
+                .child(0)
+                .filter(|s| s.kind() == "string_start")
+                .and_then(|s| text.get(s.byte_range()))
+                .is_some_and(|prefix| prefix.contains(['f', 'F']));
+            let fields = n
                 .named_children(&mut c)
                 .any(|x| x.kind() == "interpolation");
-            plain
+            !fields && !f_prefix
         }
-        "concatenated_string" | "tuple" => {
-            let mut c = n.walk();
-            let all = n.named_children(&mut c).all(is_constant);
-            all
-        }
+        "concatenated_string" | "tuple" => n
+            .named_children(&mut c)
+            .filter(|x| x.kind() != "comment")
+            .all(|x| is_constant(x, text)),
         "unary_operator" => {
             let sign = n
                 .child_by_field_name("operator")
@@ -100,7 +105,13 @@ pub(crate) fn is_constant(n: Node) -> bool {
                 .child_by_field_name("argument")
                 .is_some_and(|a| matches!(a.kind(), "integer" | "float"))
         }
-        "parenthesized_expression" => n.named_child(0).is_some_and(is_constant),
+        "parenthesized_expression" => {
+            let inner: Vec<Node> = n
+                .named_children(&mut c)
+                .filter(|x| x.kind() != "comment")
+                .collect();
+            inner.len() == 1 && is_constant(inner[0], text)
+        }
         _ => false,
     }
 }
@@ -128,7 +139,7 @@ pub fn is_constant_operand(text: &str) -> bool {
     if stmt.kind() != "expression_statement" || stmt.named_child_count() != 1 {
         return false;
     }
-    is_constant(stmt.named_child(0).unwrap())
+    is_constant(stmt.named_child(0).unwrap(), trimmed)
 }
 
 #[cfg(test)]
@@ -155,12 +166,34 @@ mod tests {
             "((1, 2), 3)",
             "(4)",
             "r'\\d'",
+            "0x1F",
+            "(  7  )",
+            "\"\"\"doc\"\"\"",
+            "(1500, 0)",
+            "(1, ('a', None))",
         ] {
             assert!(is_constant_operand(yes), "{yes} should be a constant");
         }
         for no in [
-            "x", "f(1)", "[1, 2]", "{1: 2}", "{1}", "f'{x}'", "(1, x)", "-x", "not True", "a.b",
-            "1 + 2", "Money(5)", "", "x = 1",
+            "x",
+            "f(1)",
+            "[1, 2]",
+            "{1: 2}",
+            "{1}",
+            "f'{x}'",
+            "(1, x)",
+            "-x",
+            "not True",
+            "a.b",
+            "1 + 2",
+            "Money(5)",
+            "",
+            "x = 1",
+            "f'plain'",
+            "F'x'",
+            "rf'a'",
+            "1 ==",
+            "x if y else z",
         ] {
             assert!(!is_constant_operand(no), "{no} should not be a constant");
         }

@@ -314,7 +314,7 @@ fn build(
                 .map(|o| Operand {
                     text: src.node_text(*o).to_string(),
                     problem_span: problem_span(*o),
-                    is_constant: assertions::is_constant(*o),
+                    is_constant: assertions::is_constant(*o, src.text),
                 })
                 .collect(),
         })
