@@ -24,9 +24,11 @@ pub fn run(root: &Path) -> Result<()> {
     duct::cmd!("cargo", "build", "--release", "--workspace", "--bins").run()?;
     let mut rows = vec![jsonl_read(root)?];
     rows.extend(crate::bench_calibrate::rows(root)?);
+    rows.extend(sandbox_rows(root)?);
 
     let mut md = String::new();
-    writeln!(md, "# Benchmarks\n")?;
+    writeln!(md, "{BEGIN}")?;
+    writeln!(md, "## Speed and overhead\n")?;
     writeln!(
         md,
         "Measured by `cargo xtask bench` on {} (2 cores). Every figure is a ratio against a",
@@ -39,18 +41,24 @@ pub fn run(root: &Path) -> Result<()> {
     writeln!(md, "| measurement | clover | baseline | ratio | target |")?;
     writeln!(md, "|---|---|---|---|---|")?;
     for r in &rows {
+        let ratio = if r.ratio.is_finite() {
+            format!("{:.2}×", r.ratio)
+        } else {
+            "—".into()
+        };
         writeln!(
             md,
-            "| {} | {} | {} | {:.2}× | {} |",
-            r.name, r.measured, r.baseline, r.ratio, r.target
+            "| {} | {} | {} | {ratio} | {} |",
+            r.name, r.measured, r.baseline, r.target
         )?;
     }
-    let path = root.join("docs/BENCHMARKS.md");
-    std::fs::write(&path, &md)?;
+    writeln!(md, "{END}")?;
     print!("{md}");
-    eprintln!("written to {}", path.display());
-    Ok(())
+    crate::docs::replace_section(root, BEGIN, END, &md)
 }
+
+const BEGIN: &str = "<!-- bench: begin -->";
+const END: &str = "<!-- bench: end -->";
 
 fn hostname() -> String {
     std::fs::read_to_string("/proc/sys/kernel/osrelease")
@@ -137,4 +145,94 @@ fn jsonl_read(_root: &Path) -> Result<Row> {
         ratio: ours.as_secs_f64() / base.as_secs_f64(),
         target: "≤ 1.5×: the reader is never the bottleneck".into(),
     })
+}
+
+/// The sandbox, measured by `crates/clover-sandbox/examples/sandbox_bench.rs` (it needs root
+/// and runs the variants interleaved): the cost of starting a run, beside a bare fork+exec
+/// and beside bubblewrap when it is installed; and a whole pytest file, sandboxed and bare.
+fn sandbox_rows(root: &Path) -> Result<Vec<Row>> {
+    use anyhow::Context;
+    step("sandbox: spawn overhead and a pytest file, sandboxed and bare");
+    duct::cmd!(
+        "cargo",
+        "build",
+        "--release",
+        "-p",
+        "clover-sandbox",
+        "--example",
+        "sandbox_bench"
+    )
+    .run()?;
+    let bench = root.join("target/release/examples/sandbox_bench");
+    let fixture = root.join("fixtures/python");
+    let measure = |args: Vec<String>| -> Result<serde_json::Value> {
+        let out = duct::cmd(&bench, &args).read()?;
+        serde_json::from_str(out.trim()).with_context(|| format!("sandbox_bench said {out:?}"))
+    };
+    let us = |v: &serde_json::Value, k: &str| v[k].as_f64();
+    let ms = |x: f64| format!("{:.2} ms", x / 1000.0);
+
+    let n = 300;
+    let spawn = measure(vec![
+        "spawn".into(),
+        n.to_string(),
+        fixture.display().to_string(),
+    ])?;
+    let bare = us(&spawn, "bare_us").context("no bare time")?;
+    let sandbox = us(&spawn, "sandbox_us").context("no sandbox time")?;
+    let mut rows = vec![Row {
+        name: format!("sandbox spawn: `/bin/true` in a new sandbox, median of {n}"),
+        measured: format!("{} ({} over bare)", ms(sandbox), ms(sandbox - bare)),
+        baseline: format!("{} bare fork+exec", ms(bare)),
+        ratio: sandbox / bare,
+        target: "≤ 1.5 ms over bare".into(),
+    }];
+    rows.push(match us(&spawn, "bwrap_us") {
+        Some(bwrap) => Row {
+            name: "sandbox spawn overhead against bubblewrap's (same isolation kinds)".into(),
+            measured: format!("{} over bare", ms(sandbox - bare)),
+            baseline: format!("{} over bare (bwrap {})", ms(bwrap - bare), ms(bwrap)),
+            ratio: (sandbox - bare) / (bwrap - bare),
+            target: "< 1× (bubblewrap ≈ 3.4 ms on this machine type)".into(),
+        },
+        None => Row {
+            name: "sandbox spawn overhead against bubblewrap's".into(),
+            measured: format!("{} over bare", ms(sandbox - bare)),
+            baseline: "not measured: bubblewrap is not installed (`apt-get install bubblewrap`)"
+                .into(),
+            ratio: f64::NAN,
+            target: "< 1×".into(),
+        },
+    });
+
+    let python = std::env::var_os("CLOVER_PYTHON")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| root.join("target/clover-venv/bin/python"));
+    anyhow::ensure!(
+        python.exists(),
+        "no test Python at {}: run `cargo xtask setup`",
+        python.display()
+    );
+    let runs = 9;
+    let test_file = "tests/test_money.py";
+    let py = measure(vec![
+        "pytest".into(),
+        runs.to_string(),
+        fixture.display().to_string(),
+        python.display().to_string(),
+        test_file.into(),
+        "src/ledger".into(),
+    ])?;
+    let bare = us(&py, "bare_us").context("no bare time")?;
+    let sandbox = us(&py, "sandbox_us").context("no sandbox time")?;
+    rows.push(Row {
+        name: format!(
+            "pytest + coverage of fixtures/python/{test_file}, sandboxed, median of {runs}"
+        ),
+        measured: ms(sandbox),
+        baseline: format!("{} the same command bare", ms(bare)),
+        ratio: sandbox / bare,
+        target: "≤ 1.1×".into(),
+    });
+    Ok(rows)
 }

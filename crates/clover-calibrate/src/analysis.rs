@@ -48,6 +48,19 @@ pub fn tiers(
     empty: &CoverageMap,
     peers: &[&CoverageMap],
 ) -> Vec<FileTier> {
+    tiers_by(source_files, base, empty, |path| {
+        !unique_lines(path, base, peers).is_empty()
+    })
+}
+
+/// The tiers of `source_files`: `repo` where `base` equals `empty`, else `peer` where
+/// `has_unique(path)` says some line of the file is covered by this test alone, else `other`.
+pub fn tiers_by(
+    source_files: &[String],
+    base: &CoverageMap,
+    empty: &CoverageMap,
+    has_unique: impl Fn(&str) -> bool,
+) -> Vec<FileTier> {
     let none = LineRanges::new();
     let mut out: Vec<FileTier> = source_files
         .iter()
@@ -55,7 +68,7 @@ pub fn tiers(
             let mine = base.get(path).unwrap_or(&none);
             let tier = if mine == empty.get(path).unwrap_or(&none) {
                 ContextTier::Repo
-            } else if !unique_lines(path, base, peers).is_empty() {
+            } else if has_unique(path) {
                 ContextTier::Peer
             } else {
                 ContextTier::Other

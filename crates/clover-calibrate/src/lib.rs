@@ -26,6 +26,8 @@
 
 pub mod analysis;
 pub mod coverage_json;
+mod cpp;
 mod python;
 
+pub use cpp::{calibrate_cpp, gtest_filter};
 pub use python::{calibrate_group, node_of_case, CalibrateOptions, GroupError};

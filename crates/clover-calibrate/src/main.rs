@@ -7,12 +7,13 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use clap::Parser;
-use clover_calibrate::{calibrate_group, CalibrateOptions};
-use clover_manifest::RepoConfig;
+use clover_calibrate::{calibrate_cpp, calibrate_group, CalibrateOptions};
+use clover_manifest::{RepoArgs, RepoConfig};
 use clover_protocol::{
     finish_main, CalibratedProblem, Language, Problem, RecordReader, Shard, StageArgs, StageIo,
     Stopped,
 };
+use clover_sandbox::gtest::LibraryCache;
 use clover_sandbox::{Limits, Sandbox};
 use rayon::prelude::*;
 
@@ -25,12 +26,8 @@ const TOOL: &str = "clover-calibrate";
 struct Args {
     #[command(flatten)]
     stage: StageArgs,
-    /// The repository manifest naming the problems' repositories
-    #[arg(long, value_name = "FILE")]
-    manifest: Option<PathBuf>,
-    /// A repository folder (its clover.toml is used when it has one)
-    #[arg(long, value_name = "DIR")]
-    repo: Vec<PathBuf>,
+    #[command(flatten)]
+    repos: RepoArgs,
     /// The Python interpreter with pytest and pytest-cov (default: the manifest's, else
     /// $CLOVER_PYTHON, else python3)
     #[arg(long, value_name = "PATH")]
@@ -60,20 +57,7 @@ fn main() -> ExitCode {
 }
 
 fn run(args: Args) -> Result<u8> {
-    let mut repos: BTreeMap<String, RepoConfig> = BTreeMap::new();
-    if let Some(m) = &args.manifest {
-        for r in RepoConfig::resolve(Some(m), None, None)? {
-            repos.insert(r.name.clone(), r);
-        }
-    }
-    for dir in &args.repo {
-        for r in RepoConfig::resolve(None, None, Some(dir))? {
-            repos.insert(r.name.clone(), r);
-        }
-    }
-    if repos.is_empty() {
-        anyhow::bail!("name the problems' repositories with --manifest FILE or --repo DIR");
-    }
+    let repos = args.repos.resolve()?;
     let sandbox = Sandbox::new().context("cannot start the sandbox")?;
     let default_python = args
         .python
@@ -84,6 +68,16 @@ fn run(args: Args) -> Result<u8> {
         .jobs
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
     let pool = rayon::ThreadPoolBuilder::new().num_threads(jobs).build()?;
+    let cache = LibraryCache::new(LibraryCache::default_dir())
+        .context("cannot open the C++ library cache")?;
+    let ctx = Ctx {
+        sandbox: &sandbox,
+        cache: &cache,
+        repos: &repos,
+        args: &args,
+        default_python: &default_python,
+        pool: &pool,
+    };
 
     // The shard is taken per test file, not per problem: a problem's peers must be calibrated
     // together, so every shard of a split run sees the same groups a single run sees.
@@ -138,16 +132,7 @@ fn run(args: Args) -> Result<u8> {
                 pending.push(g);
             }
             if pending.len() >= jobs || next.is_none() {
-                flush(
-                    &mut io,
-                    &sandbox,
-                    &repos,
-                    &args,
-                    &default_python,
-                    &pool,
-                    &mut pending,
-                    &mut summary,
-                )?;
+                flush(&mut io, &ctx, &mut pending, &mut summary)?;
             }
         }
         let Some((line, problem)) = next else { break };
@@ -159,16 +144,7 @@ fn run(args: Args) -> Result<u8> {
         g.lines.push(line);
         g.problems.push(problem);
     }
-    flush(
-        &mut io,
-        &sandbox,
-        &repos,
-        &args,
-        &default_python,
-        &pool,
-        &mut pending,
-        &mut summary,
-    )?;
+    flush(&mut io, &ctx, &mut pending, &mut summary)?;
 
     if let Some(stop) = stopped {
         // FILE.partial keeps what was written, for a --resume once the input is fixed.
@@ -238,38 +214,53 @@ fn group_key(p: &Problem) -> String {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
+/// What every group's calibration shares.
+struct Ctx<'a> {
+    sandbox: &'a Sandbox,
+    /// C++ libraries under test, built once per repository and flags.
+    cache: &'a LibraryCache,
+    repos: &'a BTreeMap<String, RepoConfig>,
+    args: &'a Args,
+    default_python: &'a std::path::Path,
+    pool: &'a rayon::ThreadPool,
+}
+
 fn flush(
     io: &mut StageIo,
-    sandbox: &Sandbox,
-    repos: &BTreeMap<String, RepoConfig>,
-    args: &Args,
-    default_python: &std::path::Path,
-    pool: &rayon::ThreadPool,
+    ctx: &Ctx,
     pending: &mut Vec<Group>,
     summary: &mut Summary,
 ) -> Result<()> {
+    let Ctx {
+        sandbox,
+        cache,
+        repos,
+        args,
+        default_python,
+        pool,
+    } = *ctx;
     let groups = std::mem::take(pending);
     let results: Vec<Result<Vec<CalibratedProblem>, String>> = pool.install(|| {
         groups
             .par_iter()
             .map(|g| {
                 let first = &g.problems[0];
-                let repo = repos.get(&first.repo).ok_or_else(|| {
-                    format!(
-                        "unknown repository `{}`; known: {}",
-                        first.repo,
-                        repos.keys().cloned().collect::<Vec<_>>().join(", ")
-                    )
-                })?;
-                if first.language != Language::Python {
-                    return Err("calibration of C++ problems is not implemented yet".to_string());
-                }
+                let repo = repos
+                    .get(&first.repo)
+                    .ok_or_else(|| clover_manifest::unknown_repo(&first.repo, repos))?;
                 let mut limits = Limits::default();
                 limits.wall = Duration::from_secs(args.timeout.unwrap_or(repo.timeout_secs));
                 limits.cpu_secs = limits.wall.as_secs().max(1) * 2;
                 limits.memory_bytes = args.memory.unwrap_or(repo.memory_mb) << 20;
                 limits.pids = repo.pids;
+                if first.language == Language::Cpp {
+                    return g
+                        .problems
+                        .iter()
+                        .map(|p| calibrate_cpp(sandbox, cache, repo, p, args.runs, &limits))
+                        .collect::<Result<Vec<_>, _>>()
+                        .map_err(|e| e.to_string());
+                }
                 let python = args
                     .python
                     .clone()

@@ -291,3 +291,44 @@ fn corpus_fast_path_equals_per_test_path() {
         );
     }
 }
+
+#[test]
+fn cpp_fixture_per_test_blocks_and_tiers() {
+    let Some(()) = clover_testkit::root() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let fixture = clover_testkit::fixture("cpp");
+    let repo = &RepoConfig::resolve(None, None, Some(&fixture)).unwrap()[0];
+    let problems: Vec<Problem> = extract(repo)
+        .into_iter()
+        .filter(|p| p.id == "cppfix/src/histogram.cc")
+        .collect();
+    assert_eq!(problems.len(), 1);
+    let input = write_problems(dir.path(), &problems);
+    let f = fixture.display().to_string();
+    let (records, stderr) = calibrate(&input, &["--repo", &f, "--runs", "1"]);
+    assert!(stderr.contains("cppfix: kept 1"), "{stderr}");
+    let r = &records["cppfix/src/histogram.cc"];
+    assert!(r.exclusion.is_none(), "{:?}", r.exclusion);
+    assert!(r
+        .base
+        .iter()
+        .any(|c| c.path == "src/histogram.cc" && c.lines.len() > 20));
+    // Checked by hand against fixtures/cpp/src/histogram.cc: ToAscii's body (52-65) only
+    // AsciiBarsScaleToPeak reaches; Percentile's loop (39-47) only the TEST_P
+    // UpperEdgeOfBucket reaches (so its gtest filter selected the instantiated cases).
+    let blocks: Vec<(&str, u32, u32)> = r
+        .unique_blocks
+        .iter()
+        .map(|b| (b.path.as_str(), b.start_line, b.end_line))
+        .collect();
+    assert_eq!(
+        blocks,
+        vec![("src/histogram.cc", 52, 65), ("src/histogram.cc", 39, 47)]
+    );
+    assert!(r.unique_blocks[0].code.contains("std::string out;"));
+    let tier = |p: &str| r.tiers.iter().find(|t| t.path == p).map(|t| t.tier);
+    assert_eq!(tier("src/histogram.cc"), Some(ContextTier::Peer));
+    assert_eq!(tier("src/ring_buffer.cc"), Some(ContextTier::Repo));
+}

@@ -82,6 +82,19 @@ pub(crate) struct Layout<'a> {
     pub(crate) binds: &'a [PathBuf],
     pub(crate) view: RepoView,
     pub(crate) limits: &'a Limits,
+    /// A detached, idmapped mount of the repository ([`crate::spawn::idmapped_mount`]) to
+    /// use as the overlay's lower layer instead of the repository's path.
+    pub(crate) idmapped_lower: Option<RawFd>,
+}
+
+/// The steps that build a root, and where the repository's steps are in them.
+#[derive(Debug)]
+pub(crate) struct RootOps {
+    pub(crate) ops: Vec<Op>,
+    /// The repository's mount (overlay, or the tmpfs of a copy).
+    pub(crate) repo_op: usize,
+    /// Attaching the idmapped lower layer, when there is one.
+    pub(crate) lower_op: Option<usize>,
 }
 
 /// Whether overlayfs can take `p` as a lower directory: its option syntax has no escape for
@@ -93,8 +106,8 @@ pub(crate) fn overlay_safe(p: &Path) -> bool {
         .any(|b| matches!(b, b',' | b':' | b'\\'))
 }
 
-/// The steps that build the root; returns them and the index of the repository mount.
-pub(crate) fn root_ops(l: &Layout) -> Result<(Vec<Op>, usize), SandboxError> {
+/// The steps that build the root.
+pub(crate) fn root_ops(l: &Layout) -> Result<RootOps, SandboxError> {
     let m = l.mount_dir;
     let root = m.join("root");
     let c = |p: &Path| cstring("path", p.as_os_str().as_bytes());
@@ -182,6 +195,7 @@ pub(crate) fn root_ops(l: &Layout) -> Result<(Vec<Op>, usize), SandboxError> {
     ];
     let mut made: HashSet<PathBuf> = HashSet::new();
     let mut repo_op = 0;
+    let mut lower_op = None;
     for (target, entry) in &entries {
         for anc in target
             .ancestors()
@@ -312,9 +326,27 @@ pub(crate) fn root_ops(l: &Layout) -> Result<(Vec<Op>, usize), SandboxError> {
                             uid: SANDBOX_ID,
                             gid: SANDBOX_ID,
                         });
+                        // With an idmapped lower layer the checked-in files appear as the
+                        // sandbox user's, so a test may also change them (in its copy-up).
+                        let lower = match l.idmapped_lower {
+                            Some(fd) => {
+                                let at = m.join("lower");
+                                ops.push(Op::Mkdir {
+                                    path: c(&at)?,
+                                    mode: 0o755,
+                                });
+                                lower_op = Some(ops.len());
+                                ops.push(Op::MoveMount {
+                                    fd,
+                                    target: c(&at)?,
+                                });
+                                at
+                            }
+                            None => target.clone(),
+                        };
                         let data = format!(
                             "lowerdir={},upperdir={},workdir={},userxattr",
-                            target.display(),
+                            lower.display(),
                             m.join("upper").display(),
                             m.join("work").display()
                         );
@@ -357,7 +389,11 @@ pub(crate) fn root_ops(l: &Layout) -> Result<(Vec<Op>, usize), SandboxError> {
         name: c"clover-sandbox".into(),
     });
     ops.push(Op::LoopbackUp);
-    Ok((ops, repo_op))
+    Ok(RootOps {
+        ops,
+        repo_op,
+        lower_op,
+    })
 }
 
 /// Rejects absolute paths and `..`: everything the caller names lives below the repository.
@@ -521,8 +557,9 @@ pub(crate) fn read_beneath(dir: RawFd, rel: &Path, cap: u64) -> Collected {
 }
 
 /// Copies the repository into the run's tmpfs where overlayfs is unavailable: regular files,
-/// directories and symlinks (as symlinks); anything else is skipped.
-pub(crate) fn copy_tree(src: &Path, dst: &Path) -> io::Result<()> {
+/// directories and symlinks (as symlinks); anything else is skipped. The copies belong to
+/// `uid`, as the checked-in files of an (idmapped) overlay do.
+pub(crate) fn copy_tree(src: &Path, dst: &Path, uid: u32) -> io::Result<()> {
     for entry in std::fs::read_dir(src)? {
         let entry = entry?;
         let ft = entry.file_type()?;
@@ -531,10 +568,13 @@ pub(crate) fn copy_tree(src: &Path, dst: &Path) -> io::Result<()> {
             std::os::unix::fs::symlink(std::fs::read_link(entry.path())?, &to)?;
         } else if ft.is_dir() {
             std::fs::create_dir(&to)?;
-            copy_tree(&entry.path(), &to)?;
+            copy_tree(&entry.path(), &to, uid)?;
         } else if ft.is_file() {
             std::fs::copy(entry.path(), &to)?;
+        } else {
+            continue;
         }
+        std::os::unix::fs::lchown(&to, Some(uid), Some(uid))?;
     }
     Ok(())
 }

@@ -1,10 +1,729 @@
-//! GoogleTest verdicts. Compiling candidates with `--coverage` against a cached build of the
-//! library under test is not written yet; what is here judges a run of a test binary from
-//! its exit status and its `--gtest_output=xml:` report.
+//! GoogleTest runs: the library under test built once per repository (with `--coverage`,
+//! cached), a candidate test compiled and linked against it and run with
+//! `--gtest_output=xml:`, coverage read through gcovr's Cobertura output, and the verdict
+//! cross-checked between exit status and report.
+//!
+//! Every compiler run happens inside the sandbox — the library's own sources too, though
+//! they are not model-written — and so does gcov, which parses counters a candidate wrote.
+//! One candidate takes three runs, each in its own throwaway view of the repository:
+//!
+//! 1. (once per repository and cache key) compile every library source into
+//!    `.clover-build/lib/<stem>.o` + `.gcno`; both are read back and kept on the host in a
+//!    folder keyed by a hash of the sources, headers, compiler and flags ([`LibraryCache`]).
+//! 2. write the cached objects and the candidate into a fresh view, compile and link the
+//!    candidate (diagnostics to `.clover-out/compile.txt`), then `exec` the test binary, so
+//!    the run's exit status is the binary's own; read back the report and the `.gcda` files.
+//! 3. write `.gcno` + `.gcda` into another fresh view and run `gcovr --cobertura` there.
+//!
+//! `.gcda` counters exist only in the view of the run that wrote them and in the one that
+//! reads them, so no run ever counts into another's coverage.
 
-use clover_protocol::{LimitHit, Outcome, TestCase, TestOutcome};
+use std::collections::HashMap;
+use std::ffi::OsString;
+use std::io::Write as _;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
 
-use crate::spec::ExitStatus;
+use clover_protocol::{FileCoverage, LimitHit, Outcome, TestCase, TestOutcome};
+use globset::{Glob, GlobSet, GlobSetBuilder};
+
+use crate::report::{parse_cobertura, parse_junit};
+use crate::spec::{Collected, ExitStatus, Limits, RunOutput, RunSpec, WriteFile};
+use crate::{Sandbox, SandboxError};
+
+const LIB_DIR: &str = ".clover-build/lib";
+const BUILD_DIR: &str = ".clover-build";
+const OUT_DIR: &str = ".clover-out";
+const CANDIDATE_OBJ: &str = ".clover-build/candidate.o";
+const TEST_BINARY: &str = ".clover-build/candidate-test";
+const GTEST_XML: &str = ".clover-out/gtest.xml";
+const COVERAGE_XML: &str = ".clover-out/coverage.xml";
+const COMPILE_LOG: &str = ".clover-out/compile.txt";
+const COMPILE_FAILED: &str = ".clover-out/compile.failed";
+
+/// Extensions of C++ translation units.
+const CXX_EXTENSIONS: &[&str] = &["cc", "cpp", "cxx", "c++", "C"];
+
+/// How to build a C++ repository's library under test and its tests.
+#[derive(Debug, Clone)]
+pub struct CppProject {
+    /// The repository on the host (canonical or not).
+    pub repo: PathBuf,
+    /// The compiler driver, looked up in the sandbox's `PATH` (`g++`).
+    pub cxx: String,
+    pub cxxflags: Vec<String>,
+    /// Relative to the repository; passed as `-I`.
+    pub include_dirs: Vec<PathBuf>,
+    /// Relative to the repository; every translation unit below them that is not a test is
+    /// part of the library under test.
+    pub source_dirs: Vec<PathBuf>,
+    /// File-name globs of test files (`*_test.cc`), left out of the library.
+    pub test_globs: Vec<String>,
+    /// Repository-relative globs of files left out of the library.
+    pub excludes: Vec<String>,
+    /// Libraries to link, without `-l` (`gtest_main`, `gtest`, `pthread`).
+    pub link: Vec<String>,
+    pub env: Vec<(OsString, OsString)>,
+}
+
+impl CppProject {
+    /// The project a manifest entry describes.
+    pub fn from_config(cfg: &clover_manifest::RepoConfig) -> CppProject {
+        CppProject {
+            repo: cfg.root.clone(),
+            cxx: cfg.cxx.clone(),
+            cxxflags: cfg.cxxflags.clone(),
+            include_dirs: cfg.include_dirs.clone(),
+            source_dirs: cfg.source_dirs.clone(),
+            test_globs: cfg.test_globs.clone(),
+            excludes: cfg.excludes.clone(),
+            // A manifest that names no libraries means the usual GoogleTest ones, as detection
+            // does.
+            link: if cfg.link.is_empty() {
+                ["gtest_main", "gtest", "gmock", "pthread"]
+                    .map(String::from)
+                    .to_vec()
+            } else {
+                cfg.link.clone()
+            },
+            env: cfg.env.iter().map(|(k, v)| (k.into(), v.into())).collect(),
+        }
+    }
+
+    fn include_flags(&self) -> Vec<String> {
+        self.include_dirs
+            .iter()
+            .map(|d| format!("-I{}", d.display()))
+            .collect()
+    }
+
+    /// The library's translation units, repository-relative and sorted.
+    fn library_sources(&self, repo: &Path) -> Result<Vec<PathBuf>, SandboxError> {
+        let globs = |pats: &[String], what: &str| -> Result<GlobSet, SandboxError> {
+            let mut b = GlobSetBuilder::new();
+            for p in pats {
+                b.add(Glob::new(p).map_err(|e| {
+                    SandboxError::InvalidSpec(format!("{what} glob `{p}` is invalid: {e}"))
+                })?);
+            }
+            b.build()
+                .map_err(|e| SandboxError::InvalidSpec(format!("{what} globs: {e}")))
+        };
+        let tests = globs(&self.test_globs, "test")?;
+        let excludes = globs(&self.excludes, "exclude")?;
+        let mut found = Vec::new();
+        for dir in &self.source_dirs {
+            for rel in walk_files(repo, dir) {
+                let ext = rel.extension().and_then(|e| e.to_str()).unwrap_or("");
+                let name = rel.file_name().unwrap_or_default();
+                if CXX_EXTENSIONS.contains(&ext)
+                    && !tests.is_match(name)
+                    && !excludes.is_match(&rel)
+                {
+                    found.push(rel);
+                }
+            }
+        }
+        found.sort();
+        found.dedup();
+        Ok(found)
+    }
+
+    /// A hash of everything the library's objects depend on: the repository's path (object
+    /// files name their `.gcda` by absolute path), the compiler and flags, and the content
+    /// of every file below the source and include folders.
+    fn cache_key(&self, repo: &Path) -> String {
+        let mut bytes = Vec::new();
+        let mut add = |b: &[u8]| {
+            bytes.extend_from_slice(&(b.len() as u64).to_le_bytes());
+            bytes.extend_from_slice(b);
+        };
+        add(repo.as_os_str().as_bytes());
+        add(self.cxx.as_bytes());
+        for f in &self.cxxflags {
+            add(f.as_bytes());
+        }
+        for d in &self.include_dirs {
+            add(d.as_os_str().as_bytes());
+        }
+        if let Some(cxx) = which(&self.cxx) {
+            if let Ok(md) = std::fs::metadata(&cxx) {
+                add(&md.mtime().to_le_bytes());
+                add(&md.size().to_le_bytes());
+            }
+        }
+        let mut files: Vec<PathBuf> = self
+            .source_dirs
+            .iter()
+            .chain(&self.include_dirs)
+            .flat_map(|d| walk_files(repo, d))
+            .collect();
+        files.sort();
+        files.dedup();
+        for f in files {
+            add(f.as_os_str().as_bytes());
+            add(&std::fs::read(repo.join(&f)).unwrap_or_default());
+        }
+        // Two differently seeded FNV-1a hashes: 128 bits for a cache key.
+        let a = clover_protocol::fnv1a64(&bytes);
+        bytes.push(0x5a);
+        let b = clover_protocol::fnv1a64(&bytes);
+        format!("{a:016x}{b:016x}")
+    }
+}
+
+/// Regular files below `repo/dir`, repository-relative; never follows symlinks, skips build,
+/// tool and hidden folders.
+fn walk_files(repo: &Path, dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(rel) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(repo.join(&rel)) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let Ok(ft) = e.file_type() else { continue };
+            let name = e.file_name();
+            let child = if rel.as_os_str().is_empty() || rel == Path::new(".") {
+                PathBuf::from(&name)
+            } else {
+                rel.join(&name)
+            };
+            if ft.is_dir() {
+                let n = name.to_string_lossy();
+                // Hidden folders hold tool state, not the library (quilt's `.pc` keeps
+                // pre-patch copies of sources; `.git`, `.clover-build`).
+                if !clover_manifest::PRUNED_DIRS.contains(&n.as_ref()) && !n.starts_with('.') {
+                    stack.push(child);
+                }
+            } else if ft.is_file() {
+                out.push(child);
+            }
+        }
+    }
+    out
+}
+
+fn which(cmd: &str) -> Option<PathBuf> {
+    if cmd.contains('/') {
+        return Some(PathBuf::from(cmd));
+    }
+    ["/usr/local/bin", "/usr/bin", "/bin"]
+        .iter()
+        .map(|d| Path::new(d).join(cmd))
+        .find(|p| p.exists())
+}
+
+/// Quotes one word for `sh`.
+fn sh_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', r"'\''"))
+}
+
+fn sh_words<'a>(words: impl IntoIterator<Item = &'a str>) -> String {
+    words
+        .into_iter()
+        .map(sh_quote)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// One object file of the library under test.
+#[derive(Debug)]
+struct Object {
+    /// The source, repository-relative.
+    source: PathBuf,
+    /// File stem inside [`LIB_DIR`]: the source path with `/` turned into `__`.
+    stem: String,
+    object: Vec<u8>,
+    gcno: Vec<u8>,
+}
+
+impl Object {
+    fn path(&self, ext: &str) -> PathBuf {
+        Path::new(LIB_DIR).join(format!("{}.{ext}", self.stem))
+    }
+}
+
+/// The library under test of one repository, compiled with `--coverage`.
+#[derive(Debug)]
+pub struct LibraryBuild {
+    /// The cache key it was built (or found) under.
+    pub key: String,
+    objects: Vec<Object>,
+}
+
+impl LibraryBuild {
+    /// The repository-relative sources it was compiled from.
+    pub fn sources(&self) -> impl Iterator<Item = &Path> {
+        self.objects.iter().map(|o| o.source.as_path())
+    }
+}
+
+type Slot = Arc<OnceLock<Result<Arc<LibraryBuild>, String>>>;
+
+/// Builds the library under test once per repository and key, in memory for this process
+/// and on disk (a folder per key) across processes.
+#[derive(Debug)]
+pub struct LibraryCache {
+    dir: PathBuf,
+    builds: Mutex<HashMap<String, Slot>>,
+}
+
+impl LibraryCache {
+    /// A cache in `dir` (created with mode 0700; it must belong to us).
+    pub fn new(dir: impl Into<PathBuf>) -> Result<LibraryCache, SandboxError> {
+        let dir = dir.into();
+        std::fs::create_dir_all(&dir).map_err(|e| SandboxError::io("creating", &dir, e))?;
+        let md =
+            std::fs::symlink_metadata(&dir).map_err(|e| SandboxError::io("reading", &dir, e))?;
+        // SAFETY: geteuid has no preconditions.
+        if !md.is_dir() || md.uid() != unsafe { libc::geteuid() } {
+            return Err(SandboxError::InvalidSpec(format!(
+                "the build cache {} must be a directory of ours; remove it or choose another",
+                dir.display()
+            )));
+        }
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700))
+            .map_err(|e| SandboxError::io("securing", &dir, e))?;
+        Ok(LibraryCache {
+            dir,
+            builds: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// The default place: `$TMPDIR/clover-gtest-cache`.
+    pub fn default_dir() -> PathBuf {
+        std::env::temp_dir().join("clover-gtest-cache")
+    }
+
+    /// The library of `project`, built in the sandbox unless this process or the disk cache
+    /// has it. Concurrent callers for the same key wait for one build. `Err` holds why the
+    /// library does not compile (the compiler's diagnostics).
+    pub fn library(
+        &self,
+        sandbox: &Sandbox,
+        project: &CppProject,
+        limits: &Limits,
+    ) -> Result<Arc<LibraryBuild>, LibraryError> {
+        let repo = project
+            .repo
+            .canonicalize()
+            .map_err(|e| SandboxError::io("opening the repository", &project.repo, e))?;
+        let key = project.cache_key(&repo);
+        let slot = {
+            let mut map = self.builds.lock().expect("no panic while holding the lock");
+            Arc::clone(map.entry(key.clone()).or_default())
+        };
+        let mut host_error = None;
+        let r = slot.get_or_init(|| match self.load(&key) {
+            Some(b) => Ok(Arc::new(b)),
+            None => match self.build(sandbox, project, &repo, &key, limits) {
+                Ok(Ok(b)) => {
+                    // A cache that cannot be written only costs a rebuild next time.
+                    let _ = self.store(&b);
+                    Ok(Arc::new(b))
+                }
+                Ok(Err(diag)) => Err(diag),
+                Err(e) => {
+                    host_error = Some(e);
+                    Err(String::new())
+                }
+            },
+        });
+        if let Some(e) = host_error {
+            // Not a verdict on the sources: let a later call try again.
+            self.builds
+                .lock()
+                .expect("no panic while holding the lock")
+                .remove(&key);
+            return Err(LibraryError::Sandbox(e));
+        }
+        match r {
+            Ok(b) => Ok(Arc::clone(b)),
+            Err(diag) if diag.is_empty() => Err(LibraryError::Sandbox(SandboxError::InvalidSpec(
+                "an earlier build of the library could not be carried out".into(),
+            ))),
+            Err(diag) => Err(LibraryError::DoesNotCompile(diag.clone())),
+        }
+    }
+
+    fn build(
+        &self,
+        sandbox: &Sandbox,
+        project: &CppProject,
+        repo: &Path,
+        key: &str,
+        limits: &Limits,
+    ) -> Result<Result<LibraryBuild, String>, SandboxError> {
+        let sources = project.library_sources(repo)?;
+        let objects: Vec<(PathBuf, String)> = sources
+            .into_iter()
+            .map(|s| {
+                let stem = s.to_string_lossy().replace('/', "__");
+                (s, stem)
+            })
+            .collect();
+        if objects.is_empty() {
+            return Ok(Ok(LibraryBuild {
+                key: key.to_string(),
+                objects: Vec::new(),
+            }));
+        }
+        let mut script = String::from("set -e\n");
+        let flags = project.include_flags();
+        for (src, stem) in &objects {
+            let obj = format!("{LIB_DIR}/{stem}.o");
+            let src = src.to_string_lossy();
+            let words = std::iter::once(project.cxx.as_str())
+                .chain(project.cxxflags.iter().map(String::as_str))
+                .chain(flags.iter().map(String::as_str))
+                .chain(["--coverage", "-c", &src, "-o", &obj]);
+            script.push_str(&sh_words(words));
+            script.push('\n');
+        }
+        let mut spec = RunSpec::new(repo, ["/bin/sh", "-c", &script]);
+        spec.env = project.env.clone();
+        spec.writable_dirs = vec![BUILD_DIR.into(), LIB_DIR.into()];
+        spec.limits = Limits {
+            wall: Duration::from_secs(600).max(limits.wall),
+            cpu_secs: 600.max(limits.cpu_secs),
+            ..limits.clone()
+        };
+        for (_, stem) in &objects {
+            spec.collect
+                .push(Path::new(LIB_DIR).join(format!("{stem}.o")));
+            spec.collect
+                .push(Path::new(LIB_DIR).join(format!("{stem}.gcno")));
+        }
+        let out = sandbox.run(&spec)?;
+        if !out.exit.success() {
+            let why = match out.limit_hit {
+                Some(l) => format!("the build hit its {l:?} limit"),
+                None => first_errors(&out.stderr.text()),
+            };
+            return Ok(Err(why));
+        }
+        let mut files = out.files.into_iter();
+        let mut built = Vec::new();
+        for (source, stem) in objects {
+            let (Some(o), Some(g)) = (files.next(), files.next()) else {
+                unreachable!("two collected files per object")
+            };
+            match (o.content, g.content) {
+                (
+                    Collected::Read {
+                        bytes: object,
+                        truncated: false,
+                    },
+                    Collected::Read {
+                        bytes: gcno,
+                        truncated: false,
+                    },
+                ) => built.push(Object {
+                    source,
+                    stem,
+                    object,
+                    gcno,
+                }),
+                _ => {
+                    return Ok(Err(format!(
+                        "the build of {} left no object file and notes",
+                        source.display()
+                    )))
+                }
+            }
+        }
+        Ok(Ok(LibraryBuild {
+            key: key.to_string(),
+            objects: built,
+        }))
+    }
+
+    fn load(&self, key: &str) -> Option<LibraryBuild> {
+        let dir = self.dir.join(key);
+        let index = std::fs::read_to_string(dir.join("index")).ok()?;
+        let mut objects = Vec::new();
+        for line in index.lines() {
+            let (stem, source) = line.split_once('\t')?;
+            objects.push(Object {
+                source: PathBuf::from(source),
+                stem: stem.to_string(),
+                object: std::fs::read(dir.join(format!("{stem}.o"))).ok()?,
+                gcno: std::fs::read(dir.join(format!("{stem}.gcno"))).ok()?,
+            });
+        }
+        Some(LibraryBuild {
+            key: key.to_string(),
+            objects,
+        })
+    }
+
+    /// Writes a build to `<dir>/<key>/` through a temporary folder renamed at the end, so a
+    /// reader sees a whole build or none.
+    fn store(&self, b: &LibraryBuild) -> std::io::Result<()> {
+        let tmp = self
+            .dir
+            .join(format!(".{}.{}.tmp", b.key, std::process::id()));
+        let _ = std::fs::remove_dir_all(&tmp);
+        std::fs::create_dir(&tmp)?;
+        let mut index = std::fs::File::create(tmp.join("index"))?;
+        for o in &b.objects {
+            std::fs::write(tmp.join(format!("{}.o", o.stem)), &o.object)?;
+            std::fs::write(tmp.join(format!("{}.gcno", o.stem)), &o.gcno)?;
+            writeln!(index, "{}\t{}", o.stem, o.source.display())?;
+        }
+        drop(index);
+        match std::fs::rename(&tmp, self.dir.join(&b.key)) {
+            Ok(()) => Ok(()),
+            Err(e) => {
+                let _ = std::fs::remove_dir_all(&tmp);
+                Err(e)
+            }
+        }
+    }
+}
+
+/// Why the library under test is not available.
+#[derive(Debug, thiserror::Error)]
+pub enum LibraryError {
+    #[error("the library under test does not compile: {0}")]
+    DoesNotCompile(String),
+    #[error(transparent)]
+    Sandbox(#[from] SandboxError),
+}
+
+/// The first compiler errors of a log: the lines from the first `error` on, at most 20
+/// lines and 2000 bytes.
+pub fn first_errors(log: &str) -> String {
+    let lines: Vec<&str> = log.lines().collect();
+    let start = lines
+        .iter()
+        .position(|l| l.contains("error"))
+        .map_or(0, |i| i.saturating_sub(1));
+    let mut out = String::new();
+    for l in lines.iter().skip(start).take(20) {
+        if out.len() + l.len() > 2000 {
+            break;
+        }
+        out.push_str(l);
+        out.push('\n');
+    }
+    let out = out.trim_end().to_string();
+    if out.is_empty() {
+        "the compiler failed without a message".into()
+    } else {
+        out
+    }
+}
+
+/// One candidate GoogleTest file run against its repository's library.
+#[derive(Debug, Clone)]
+pub struct GtestRun<'a> {
+    pub project: &'a CppProject,
+    /// The candidate test file, written at its repository-relative path.
+    pub test_file: WriteFile,
+    /// GoogleTest filters (`Suite.Name`, patterns), joined with `:`; none runs every test.
+    pub filter: Vec<String>,
+    /// Limits of the compile-and-run step (compiling counts against the wall clock).
+    pub limits: Limits,
+}
+
+/// What a GoogleTest run showed.
+#[derive(Debug, Clone)]
+pub struct GtestResult {
+    pub outcome: Outcome,
+    pub tests: Vec<TestCase>,
+    /// Covered lines of the library's files (below the source folders).
+    pub coverage: Vec<FileCoverage>,
+    pub message: Option<String>,
+    /// The compile-and-run step.
+    pub run: RunOutput,
+}
+
+impl GtestRun<'_> {
+    /// Compiles, runs and measures the candidate. `Err` means a run could not be carried out
+    /// or the library under test does not compile; a candidate that does not compile is
+    /// `Ok` with outcome `compile_error`.
+    pub fn run(
+        &self,
+        sandbox: &Sandbox,
+        cache: &LibraryCache,
+    ) -> Result<GtestResult, LibraryError> {
+        let p = self.project;
+        let lib = cache.library(sandbox, p, &self.limits)?;
+        let repo = p.repo.canonicalize().map_err(|e| {
+            LibraryError::Sandbox(SandboxError::io("opening the repository", &p.repo, e))
+        })?;
+        let cand = self.test_file.path.to_string_lossy().into_owned();
+        let flags = p.include_flags();
+        let base = || {
+            std::iter::once(p.cxx.as_str())
+                .chain(p.cxxflags.iter().map(String::as_str))
+                .chain(flags.iter().map(String::as_str))
+        };
+        let compile = sh_words(base().chain(["-c", &cand, "-o", CANDIDATE_OBJ]));
+        let objs: Vec<String> = lib
+            .objects
+            .iter()
+            .map(|o| o.path("o").to_string_lossy().into_owned())
+            .collect();
+        let libs: Vec<String> = p.link.iter().map(|l| format!("-l{l}")).collect();
+        let link = sh_words(
+            base()
+                .chain([CANDIDATE_OBJ])
+                .chain(objs.iter().map(String::as_str))
+                .chain(["--coverage", "-o", TEST_BINARY])
+                .chain(libs.iter().map(String::as_str)),
+        );
+        // The test binary replaces the shell, so the run's exit status is its own.
+        let script = format!(
+            "if ! {{ {compile} && {link}; }} > {COMPILE_LOG} 2>&1; then : > {COMPILE_FAILED}; exit 1; fi\nexec ./{TEST_BINARY} \"$@\"\n"
+        );
+        let mut argv: Vec<OsString> = vec![
+            "/bin/sh".into(),
+            "-c".into(),
+            script.into(),
+            "gtest".into(),
+            format!("--gtest_output=xml:{GTEST_XML}").into(),
+        ];
+        if !self.filter.is_empty() {
+            argv.push(format!("--gtest_filter={}", self.filter.join(":")).into());
+        }
+        let mut spec = RunSpec::new(&repo, argv);
+        spec.env = p.env.clone();
+        spec.files = lib
+            .objects
+            .iter()
+            .map(|o| WriteFile {
+                path: o.path("o"),
+                contents: o.object.clone(),
+            })
+            .collect();
+        spec.files.push(self.test_file.clone());
+        spec.writable_dirs = vec![BUILD_DIR.into(), LIB_DIR.into(), OUT_DIR.into()];
+        spec.collect = vec![GTEST_XML.into(), COMPILE_LOG.into(), COMPILE_FAILED.into()];
+        spec.collect
+            .extend(lib.objects.iter().map(|o| o.path("gcda")));
+        spec.limits = self.limits.clone();
+        let run = sandbox.run(&spec)?;
+
+        let compile_failed = matches!(run.file(COMPILE_FAILED), Some(Collected::Read { .. }));
+        if compile_failed && run.limit_hit.is_none() {
+            let log = run
+                .file(COMPILE_LOG)
+                .and_then(Collected::bytes)
+                .map(|b| String::from_utf8_lossy(b).into_owned())
+                .unwrap_or_default();
+            return Ok(GtestResult {
+                outcome: Outcome::CompileError,
+                tests: Vec::new(),
+                coverage: Vec::new(),
+                message: Some(first_errors(&log)),
+                run,
+            });
+        }
+        let (tests, report_problem) = match run.file(GTEST_XML) {
+            Some(Collected::Read { bytes, .. }) => match parse_junit(bytes) {
+                Ok(t) => (Some(t), None),
+                Err(e) => (
+                    None,
+                    Some(format!("the GoogleTest report is unreadable: {e}")),
+                ),
+            },
+            Some(Collected::Refused(why)) => (
+                None,
+                Some(format!("the GoogleTest report was refused: {why}")),
+            ),
+            _ => (None, None),
+        };
+        let (outcome, message) = judge(run.exit, run.limit_hit, tests.as_deref());
+        let gcda: Vec<(PathBuf, Vec<u8>)> = lib
+            .objects
+            .iter()
+            .filter_map(|o| {
+                let path = o.path("gcda");
+                match run.file(&path) {
+                    Some(Collected::Read {
+                        bytes,
+                        truncated: false,
+                    }) => Some((path, bytes.clone())),
+                    _ => None,
+                }
+            })
+            .collect();
+        let coverage = if gcda.is_empty() {
+            Vec::new()
+        } else {
+            self.coverage(sandbox, &repo, &lib, gcda)?
+        };
+        Ok(GtestResult {
+            outcome,
+            tests: tests.unwrap_or_default(),
+            coverage,
+            message: report_problem.or(message),
+            run,
+        })
+    }
+
+    /// Runs gcovr over the counters of one run, in a view of its own.
+    fn coverage(
+        &self,
+        sandbox: &Sandbox,
+        repo: &Path,
+        lib: &LibraryBuild,
+        gcda: Vec<(PathBuf, Vec<u8>)>,
+    ) -> Result<Vec<FileCoverage>, SandboxError> {
+        let mut spec = RunSpec::new(
+            repo,
+            [
+                OsString::from("gcovr"),
+                "--root".into(),
+                repo.into(),
+                "--cobertura".into(),
+                COVERAGE_XML.into(),
+                LIB_DIR.into(),
+            ],
+        );
+        spec.files = lib
+            .objects
+            .iter()
+            .map(|o| WriteFile {
+                path: o.path("gcno"),
+                contents: o.gcno.clone(),
+            })
+            .chain(
+                gcda.into_iter()
+                    .map(|(path, contents)| WriteFile { path, contents }),
+            )
+            .collect();
+        spec.writable_dirs = vec![BUILD_DIR.into(), LIB_DIR.into(), OUT_DIR.into()];
+        spec.collect = vec![COVERAGE_XML.into()];
+        spec.limits = Limits {
+            wall: Duration::from_secs(120),
+            cpu_secs: 120,
+            ..self.limits.clone()
+        };
+        let out = sandbox.run(&spec)?;
+        let Some(bytes) = out.file(COVERAGE_XML).and_then(Collected::bytes) else {
+            return Ok(Vec::new());
+        };
+        let mut cov = parse_cobertura(bytes, repo).unwrap_or_default();
+        let dirs: Vec<&Path> = self
+            .project
+            .source_dirs
+            .iter()
+            .map(PathBuf::as_path)
+            .collect();
+        cov.retain(|f| {
+            dirs.iter()
+                .any(|d| *d == Path::new(".") || Path::new(&f.path).starts_with(d))
+        });
+        Ok(cov)
+    }
+}
 
 /// The verdict of a GoogleTest binary's run. A crash (signal, or a non-zero exit with no
 /// report: `abort()` in a test writes no XML) is `killed`/`error`, never "0 tests, passed".
@@ -65,6 +784,59 @@ mod tests {
         assert_eq!(
             judge(ExitStatus::Code(0), None, Some(&[])).0,
             Outcome::Error
+        );
+    }
+
+    #[test]
+    fn shell_words_are_quoted() {
+        assert_eq!(sh_quote("a b"), "'a b'");
+        assert_eq!(sh_quote("it's"), r"'it'\''s'");
+        assert_eq!(sh_words(["g++", "-DX=\"1\""]), r#"'g++' '-DX="1"'"#);
+    }
+
+    #[test]
+    fn first_errors_start_at_the_first_error() {
+        let log =
+            "In file included from a.cc:1:\nb.h:2:3: error: x was not declared\n  x;\nnote: y\n";
+        let got = first_errors(log);
+        assert!(got.starts_with("In file included"), "{got}");
+        assert!(got.contains("error: x was not declared"));
+        assert_eq!(first_errors(""), "the compiler failed without a message");
+    }
+
+    #[test]
+    fn library_sources_leave_tests_out() {
+        let dir = tempfile::tempdir().unwrap();
+        for f in [
+            "src/a.cc",
+            "src/a_test.cc",
+            "src/sub/b.cpp",
+            "src/c.h",
+            "tests/t_test.cc",
+        ] {
+            let p = dir.path().join(f);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, "").unwrap();
+        }
+        let project = CppProject {
+            repo: dir.path().into(),
+            cxx: "g++".into(),
+            cxxflags: vec![],
+            include_dirs: vec!["src".into()],
+            source_dirs: vec!["src".into()],
+            test_globs: vec!["*_test.cc".into()],
+            excludes: vec![],
+            link: vec![],
+            env: vec![],
+        };
+        let got = project.library_sources(dir.path()).unwrap();
+        assert_eq!(got, vec![PathBuf::from("src/a.cc"), "src/sub/b.cpp".into()]);
+        let k1 = project.cache_key(dir.path());
+        std::fs::write(dir.path().join("src/c.h"), "#define X 1\n").unwrap();
+        assert_ne!(
+            k1,
+            project.cache_key(dir.path()),
+            "a header change is a new key"
         );
     }
 }

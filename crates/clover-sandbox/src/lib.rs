@@ -34,15 +34,30 @@
 //! parses them: JUnit XML as pytest (xunit1 and xunit2), GoogleTest and ctest write it, and
 //! Cobertura XML as coverage.py and gcovr write it. [`pytest`] and [`gtest`] put it together
 //! for the two kinds of repository clover knows, including the cross-check of exit code and
-//! report (a crash writes no XML and is a crash, not "0 tests, passed").
+//! report (a crash writes no XML and is a crash, not "0 tests, passed"). [`gtest`] also
+//! compiles: the library under test once per repository (cached by a hash of its sources and
+//! flags), each candidate against it, all inside the sandbox.
+//!
+//! # The stage
+//!
+//! [`stage`] is `clover sandbox-run`: responses in, one result per response out, in input
+//! order, `--jobs` runs at once with a bounded reorder window. The candidate file is what
+//! `clover_score::assemble_candidate` makes of the model's text, so runner and scorer agree.
+//!
+//! # Speed
+//!
+//! A run's supervisor can build its root before the command is known (the command goes to
+//! it through shared memory at the start). So after a layout (repository, binds, sizes) has
+//! run twice, a preparer thread keeps up to two supervisors ready for it, and a reaper thread
+//! reaps finished supervisors and removes their cgroups: a run's latency is little more than
+//! its payload's. Each supervisor still serves exactly one run.
 //!
 //! # What it deliberately does not do
 //!
 //! - It needs root on the host (to map host uid 0 for building the root); it never falls back
 //!   to running anything unsandboxed.
-//! - It does not decide what to run: building the command, choosing node ids and judging
-//!   answers belong to the callers. It does not read or write JSON Lines records except in
-//!   its binary.
+//! - Outside [`stage`] it does not decide what to run: building the command, choosing node
+//!   ids and judging answers belong to the callers; only [`stage`] reads and writes records.
 //! - It does not scrape logs for results: outcomes come from reports and exit statuses only.
 //! - It does not defend against kernel bugs; it is a namespace sandbox, not a VM.
 
@@ -56,6 +71,7 @@ pub mod report;
 mod sandbox;
 mod spawn;
 mod spec;
+pub mod stage;
 
 pub use capture::Captured;
 pub use error::SandboxError;

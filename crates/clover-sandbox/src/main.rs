@@ -1,46 +1,115 @@
-//! `clover-sandbox-run`: run a candidate test file in the sandbox and print its result.
+//! `clover-sandbox-run`: run candidate tests in the sandbox.
+//!
+//! Streaming mode (the pipeline stage): responses in, one result per response out.
+//! Direct mode (`--test-file`): one pytest file, one result record on stdout.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{bail, Context};
 use clap::Parser;
-use clover_protocol::{RecordKind, RunResult, SCHEMA_VERSION};
+use clover_manifest::RepoArgs;
+use clover_protocol::{finish_main, RecordKind, RunResult, StageArgs, StageIo, SCHEMA_VERSION};
+use clover_sandbox::gtest::LibraryCache;
 use clover_sandbox::pytest::PytestRun;
+use clover_sandbox::stage::{run_responses, ResponseRunner, TAIL_BYTES};
 use clover_sandbox::{Limits, Sandbox, WriteFile};
 
-/// Runs a pytest file inside the sandbox and prints one result record (JSON) on stdout.
+const TOOL: &str = "clover-sandbox-run";
+
+/// Runs candidate tests inside the sandbox. Reads responses (JSON Lines) and writes one result
+/// per response, in input order; or, with --test-file, runs one pytest file and prints its
+/// result.
 #[derive(Debug, Parser)]
-#[command(name = "clover-sandbox-run", version)]
-struct Args {
-    /// The repository; it is never written.
-    #[arg(long)]
-    repo: PathBuf,
-    /// The test file. Inside the repository it runs where it is; elsewhere pass --at.
-    #[arg(long)]
-    test_file: PathBuf,
-    /// Where to put the test file, relative to the repository.
-    #[arg(long)]
-    at: Option<PathBuf>,
-    /// Wall-clock limit in seconds.
-    #[arg(long, default_value_t = 60)]
-    timeout: u64,
-    /// Memory limit in MiB.
-    #[arg(long, default_value_t = 2048)]
-    memory: u64,
-    /// The Python interpreter (with pytest and pytest-cov), e.g. a venv's bin/python.
-    #[arg(long)]
+#[command(name = TOOL, version)]
+struct Cli {
+    #[command(flatten)]
+    stage: StageArgs,
+    /// The repositories responses name (never written). Direct mode takes one `--repo`.
+    #[command(flatten)]
+    repos: RepoArgs,
+    /// Runs at once (default: the number of cores).
+    #[arg(long, value_name = "N")]
+    jobs: Option<usize>,
+    /// The Python interpreter (with pytest and pytest-cov) for repositories whose manifest
+    /// names none; default $CLOVER_PYTHON, then python3 on PATH.
+    #[arg(long, value_name = "PYTHON")]
     python: Option<PathBuf>,
-    /// Source folders to measure coverage of (relative to the repository); repeatable.
-    #[arg(long = "cov")]
+    /// Wall-clock limit in seconds (overrides the manifest; direct mode default 60).
+    #[arg(long, value_name = "SECS")]
+    timeout: Option<u64>,
+    /// Memory limit in MiB (overrides the manifest; direct mode default 2048).
+    #[arg(long, value_name = "MIB")]
+    memory: Option<u64>,
+    /// Where built C++ libraries under test are cached.
+    #[arg(long, value_name = "DIR")]
+    cache_dir: Option<PathBuf>,
+    /// Direct mode: the test file to run. Inside the repository it runs where it is;
+    /// elsewhere pass --at.
+    #[arg(long, value_name = "PATH")]
+    test_file: Option<PathBuf>,
+    /// Direct mode: where to put the test file, relative to the repository.
+    #[arg(long, value_name = "PATH", requires = "test_file")]
+    at: Option<PathBuf>,
+    /// Direct mode: source folders to measure coverage of (relative to the repository);
+    /// repeatable.
+    #[arg(long = "cov", value_name = "DIR", requires = "test_file")]
     cov: Vec<String>,
 }
 
-fn main() {
-    if let Err(e) = run(Args::parse()) {
-        eprintln!("clover-sandbox-run: {e:#}");
-        std::process::exit(2);
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    finish_main(TOOL, run(cli))
+}
+
+fn run(cli: Cli) -> anyhow::Result<u8> {
+    if cli.test_file.is_some() {
+        direct(cli)?;
+        return Ok(clover_protocol::exit::OK);
     }
+    let mut repos = cli.repos.resolve()?;
+    for r in repos.values_mut() {
+        if let Some(t) = cli.timeout {
+            r.timeout_secs = t;
+        }
+        if let Some(m) = cli.memory {
+            r.memory_mb = m;
+        }
+    }
+    let python = cli
+        .python
+        .clone()
+        .or_else(|| std::env::var_os("CLOVER_PYTHON").map(PathBuf::from))
+        .or_else(|| host_python().ok());
+    let sandbox = Sandbox::new()?;
+    let cache = cli
+        .cache_dir
+        .clone()
+        .unwrap_or_else(LibraryCache::default_dir);
+    let runner = ResponseRunner::new(&sandbox, repos, python, &cache)?;
+    let jobs = cli
+        .jobs
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let mut io = StageIo::open(TOOL, &cli.stage).context("opening input and output")?;
+    let summary = run_responses(&mut io, &runner, jobs, cli.stage.on_error)?;
+    let outcomes: Vec<String> = summary
+        .outcomes
+        .iter()
+        .map(|(k, v)| format!("{v} {k}"))
+        .collect();
+    eprintln!(
+        "{TOOL}: {} result(s) ({}), {} response(s) reported, {} already done",
+        summary.written,
+        if outcomes.is_empty() {
+            "none".into()
+        } else {
+            outcomes.join(", ")
+        },
+        summary.failed,
+        summary.skipped
+    );
+    Ok(io.finish()?)
 }
 
 fn host_python() -> anyhow::Result<PathBuf> {
@@ -52,16 +121,19 @@ fn host_python() -> anyhow::Result<PathBuf> {
     Ok(PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
 }
 
-fn run(args: Args) -> anyhow::Result<()> {
-    let repo = args
-        .repo
+/// One pytest file, one result record on stdout.
+fn direct(cli: Cli) -> anyhow::Result<()> {
+    let [repo] = cli.repos.repo.as_slice() else {
+        bail!("direct mode (--test-file) needs exactly one --repo DIR");
+    };
+    let test_file = cli.test_file.as_deref().expect("direct mode");
+    let repo = repo
         .canonicalize()
-        .with_context(|| format!("cannot open the repository {}", args.repo.display()))?;
-    let test = args
-        .test_file
+        .with_context(|| format!("cannot open the repository {}", repo.display()))?;
+    let test = test_file
         .canonicalize()
-        .with_context(|| format!("cannot open the test file {}", args.test_file.display()))?;
-    let (rel, files) = match (&args.at, test.strip_prefix(&repo)) {
+        .with_context(|| format!("cannot open the test file {}", test_file.display()))?;
+    let (rel, files) = match (&cli.at, test.strip_prefix(&repo)) {
         (Some(at), _) => {
             let contents = std::fs::read(&test)?;
             (
@@ -78,21 +150,22 @@ fn run(args: Args) -> anyhow::Result<()> {
             test.display()
         ),
     };
-    let python = match args.python {
+    let python = match cli.python {
         Some(p) => p,
         None => host_python()?,
     };
     let sandbox = Sandbox::new()?;
+    let timeout = cli.timeout.unwrap_or(60);
     let limits = Limits {
-        wall: Duration::from_secs(args.timeout),
-        memory_bytes: args.memory << 20,
-        cpu_secs: args.timeout,
+        wall: Duration::from_secs(timeout),
+        memory_bytes: cli.memory.unwrap_or(2048) << 20,
+        cpu_secs: timeout,
         ..Limits::default()
     };
-    let cov_sources = if args.cov.is_empty() {
+    let cov_sources = if cli.cov.is_empty() {
         vec![".".to_string()]
     } else {
-        args.cov
+        cli.cov
     };
     let run = PytestRun {
         repo: repo.clone(),
@@ -113,10 +186,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         model: String::new(),
         task: None,
         setting: String::new(),
-        repo: repo
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default(),
+        repo: repo_name(&repo),
         outcome: r.outcome,
         tests: r.tests,
         coverage: r.coverage,
@@ -126,11 +196,17 @@ fn run(args: Args) -> anyhow::Result<()> {
         candidate: None,
         answer: None,
         message: r.message,
-        stdout_tail: r.run.stdout.tail(4096),
-        stderr_tail: r.run.stderr.tail(4096),
+        stdout_tail: r.run.stdout.tail(TAIL_BYTES),
+        stderr_tail: r.run.stderr.tail(TAIL_BYTES),
         scoring: Default::default(),
         duration_secs: r.run.duration.as_secs_f64(),
     };
     println!("{}", serde_json::to_string(&result)?);
     Ok(())
+}
+
+fn repo_name(repo: &Path) -> String {
+    repo.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
 }

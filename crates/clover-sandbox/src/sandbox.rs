@@ -1,6 +1,6 @@
 //! [`Sandbox`]: one per process, shared by all runs (it is `Sync`; runs may go in parallel).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::ffi::{OsStr, OsString};
 use std::fs::OpenOptions;
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -8,14 +8,15 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::Duration;
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use clover_protocol::LimitHit;
 
 use crate::error::SandboxError;
-use crate::fs::{self as sfs, Layout, HOME};
-use crate::limits::{rlimits, CgroupStats, Cgroups};
-use crate::spawn::{self, cstring, ChildPlan, StartError};
+use crate::fs::{self as sfs, Layout, RootOps, HOME};
+use crate::limits::{rlimits, CgroupStats, Cgroups, RunCgroup};
+use crate::spawn::{self, cstring, ChildPlan, ExecPlan, StartError};
 use crate::spec::{CollectedFile, ExitStatus, LimitBackend, Limits, RepoView, RunOutput, RunSpec};
 
 /// Host uids handed to runs start here: far above the uids of real accounts and of the usual
@@ -28,9 +29,97 @@ const DEFAULT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 /// Runs commands in sandboxes. Create one per process with [`Sandbox::new`].
 #[derive(Debug)]
 pub struct Sandbox {
+    shared: Arc<Shared>,
+    overlay_unavailable: AtomicBool,
+    /// Layouts run before: a layout's second run asks for supervisors to be prepared.
+    seen: Mutex<HashSet<LayoutKey>>,
+    /// Builds supervisors ahead of need, for layouts that repeat.
+    preparer: Option<mpsc::Sender<LayoutKey>>,
+    preparer_thread: Option<std::thread::JoinHandle<()>>,
+    /// Takes finished runs' exiting supervisors and cgroups, and reaps and removes them while
+    /// the caller goes on.
+    reaper: Option<mpsc::Sender<Teardown>>,
+    reaper_thread: Option<std::thread::JoinHandle<()>>,
+}
+
+/// What the preparer thread shares with the runs.
+#[derive(Debug)]
+struct Shared {
     mount_dir: PathBuf,
     cgroups: Cgroups,
-    overlay_unavailable: AtomicBool,
+    /// Set when the repository's file system cannot be an idmapped lower layer.
+    idmap_unavailable: AtomicBool,
+    /// Supervisors that have built a root and wait for a command, by layout.
+    pool: Mutex<HashMap<LayoutKey, Vec<Prepared>>>,
+}
+
+/// Prepared supervisors kept per layout: enough for the usual two parallel runs.
+const POOL_DEPTH: usize = 2;
+/// A prepared supervisor older than this is not used: its view of the repository should not
+/// be much older than the run.
+const POOL_MAX_AGE: Duration = Duration::from_secs(10);
+
+/// Everything a supervisor's root and cgroups are built from; runs with equal keys can use
+/// each other's prepared supervisors.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct LayoutKey {
+    repo: PathBuf,
+    binds: Vec<PathBuf>,
+    view: RepoView,
+    overlay_bytes: u64,
+    tmpfs_bytes: u64,
+    memory_bytes: u64,
+    pids: u64,
+}
+
+impl LayoutKey {
+    /// The limits the root and the cgroups are built with (the others apply at exec).
+    fn limits(&self) -> Limits {
+        Limits {
+            overlay_bytes: self.overlay_bytes,
+            tmpfs_bytes: self.tmpfs_bytes,
+            memory_bytes: self.memory_bytes,
+            pids: self.pids,
+            ..Limits::default()
+        }
+    }
+}
+
+/// A supervisor that has built its root, in its cgroups, waiting for "go". Fields drop in
+/// order: the supervisor is reaped before its cgroups are removed.
+#[derive(Debug)]
+struct Prepared {
+    running: spawn::Running,
+    cgroup: RunCgroup,
+    host_uid: u32,
+    made: Instant,
+}
+
+/// What is left of a run once its result is known. Fields drop in order: the supervisor is
+/// reaped before its cgroups are removed (a cgroup with a task in it cannot be).
+#[derive(Debug)]
+struct Teardown {
+    _supervisor: Option<spawn::Running>,
+    _cgroup: RunCgroup,
+}
+
+impl Drop for Sandbox {
+    fn drop(&mut self) {
+        drop(self.preparer.take());
+        if let Some(t) = self.preparer_thread.take() {
+            let _ = t.join();
+        }
+        // Idle supervisors are killed, reaped, and their cgroups removed.
+        self.shared
+            .pool
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
+        drop(self.reaper.take());
+        if let Some(t) = self.reaper_thread.take() {
+            let _ = t.join();
+        }
+    }
 }
 
 /// Numbers the runs of this process, across every [`Sandbox`] in it: cgroup names and host
@@ -53,16 +142,66 @@ impl Sandbox {
             .map_err(|e| SandboxError::io("creating", &mount_dir, e))?;
         let cgroups = Cgroups::detect();
         cgroups.remove_stale();
-        Ok(Sandbox {
+        let shared = Arc::new(Shared {
             mount_dir,
             cgroups,
+            idmap_unavailable: AtomicBool::new(false),
+            pool: Mutex::new(HashMap::new()),
+        });
+        let for_preparer = Arc::clone(&shared);
+        let (prep_tx, prep_rx) = mpsc::channel::<LayoutKey>();
+        // This thread is the parent of the supervisors it prepares: it must live as long as
+        // they do (their parent-death signal follows the thread, not the process).
+        let preparer_thread = std::thread::Builder::new()
+            .name("clover-sandbox-preparer".into())
+            .spawn(move || {
+                for key in prep_rx {
+                    let full = |s: &Shared| {
+                        s.pool
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .get(&key)
+                            .is_some_and(|v| v.len() >= POOL_DEPTH)
+                    };
+                    if full(&for_preparer) {
+                        continue;
+                    }
+                    // A failure here is met again, and reported, by the run that needs it.
+                    if let Ok(p) = prepare(&for_preparer, &key) {
+                        let mut pool = for_preparer.pool.lock().unwrap_or_else(|e| e.into_inner());
+                        let slot = pool.entry(key).or_default();
+                        if slot.len() < POOL_DEPTH {
+                            slot.push(p);
+                        }
+                    }
+                }
+            })
+            .map_err(|e| SandboxError::Sys {
+                what: "starting the preparer thread",
+                source: e,
+            })?;
+        let (tx, rx) = mpsc::channel::<Teardown>();
+        let reaper_thread = std::thread::Builder::new()
+            .name("clover-sandbox-reaper".into())
+            .spawn(move || rx.into_iter().for_each(drop))
+            .map_err(|e| SandboxError::Sys {
+                what: "starting the reaper thread",
+                source: e,
+            })?;
+        Ok(Sandbox {
+            shared,
             overlay_unavailable: AtomicBool::new(false),
+            seen: Mutex::new(HashSet::new()),
+            preparer: Some(prep_tx),
+            preparer_thread: Some(preparer_thread),
+            reaper: Some(tx),
+            reaper_thread: Some(reaper_thread),
         })
     }
 
     /// What enforces memory and process limits on this host.
     pub fn limit_backend(&self) -> LimitBackend {
-        self.cgroups.backend()
+        self.shared.cgroups.backend()
     }
 
     /// Runs `spec` to the end. A payload that fails, crashes or hits a limit is an `Ok`; an
@@ -122,45 +261,45 @@ impl Sandbox {
         binds: &[PathBuf],
         view: RepoView,
     ) -> Result<RunOutput, RunError> {
-        let seq = RUN_SEQ.fetch_add(1, Ordering::Relaxed);
-        let host_uid =
-            HOST_UID_BASE + ((u64::from(std::process::id()) * 4099 + seq) % HOST_UID_SPAN) as u32;
         let limits = &spec.limits;
-        let (ops, repo_op) = sfs::root_ops(&Layout {
-            mount_dir: &self.mount_dir,
-            repo,
-            binds,
+        let plan = exec_plan(spec, repo, self.shared.cgroups.backend())?;
+        let key = LayoutKey {
+            repo: repo.to_path_buf(),
+            binds: binds.to_vec(),
             view,
-            limits,
-        })?;
-        let plan = child_plan(spec, repo, ops, self.cgroups.backend())?;
-        let cgroup = self
-            .cgroups
-            .create(seq, limits)
-            .map_err(|e| SandboxError::Sys {
-                what: "creating the run's cgroups",
-                source: e,
-            })?;
-        let running = match spawn::start(&plan, host_uid, |pid| cgroup.attach(pid)) {
-            Ok(r) => r,
-            Err(StartError::Op(i, _)) if i == repo_op && view == RepoView::Overlay => {
-                return Err(RunError::OverlayFailed)
-            }
-            Err(StartError::Op(i, source)) => {
-                return Err(SandboxError::Setup {
-                    step: plan.ops[i].describe(),
-                    source,
-                }
-                .into())
-            }
-            Err(StartError::Other(e)) => return Err(e.into()),
+            overlay_bytes: limits.overlay_bytes,
+            tmpfs_bytes: limits.tmpfs_bytes,
+            memory_bytes: limits.memory_bytes,
+            pids: limits.pids,
         };
+        let pooled = self.take_prepared(&key);
+        let hit = pooled.is_some();
+        let Prepared {
+            running,
+            cgroup,
+            host_uid,
+            ..
+        } = match pooled {
+            Some(p) => p,
+            None => prepare(&self.shared, &key)?,
+        };
+        let repeat = hit
+            || !self
+                .seen
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(key.clone());
+        if repeat {
+            if let Some(tx) = &self.preparer {
+                let _ = tx.send(key);
+            }
+        }
         let root = running.root();
         let repo_inside = root.join(repo.strip_prefix("/").unwrap_or(repo));
         let repo_fd = open_path(&repo_inside)?;
         let tmp_fd = open_path(&root.join("tmp"))?;
         if view == RepoView::Copy {
-            sfs::copy_tree(repo, &repo_inside)
+            sfs::copy_tree(repo, &repo_inside, host_uid)
                 .map_err(|e| SandboxError::io("copying the repository into", repo, e))?;
         }
         let fd = repo_fd.as_raw_fd();
@@ -174,7 +313,18 @@ impl Sandbox {
                     .map_err(|e| SandboxError::io("preparing", d, e))?;
             }
         }
-        let fin = running.run(limits.wall, limits.output_bytes)?;
+        let mut fin = running.run(&plan, limits.wall, limits.output_bytes)?;
+        // Every process of the run is gone, so the cgroup's counters are final.
+        let stats = cgroup.stats();
+        let teardown = Teardown {
+            _supervisor: fin.exiting.take(),
+            _cgroup: cgroup,
+        };
+        match &self.reaper {
+            // A reaper that is gone hands the teardown back; it is then done here.
+            Some(tx) => drop(tx.send(teardown)),
+            None => drop(teardown),
+        }
         if let Some(source) = fin.exec_error {
             return Err(SandboxError::Exec {
                 program: spec.argv[0].to_string_lossy().into_owned(),
@@ -182,8 +332,6 @@ impl Sandbox {
             }
             .into());
         }
-        let stats = cgroup.stats();
-        drop(cgroup);
         let exit = match fin.payload_status {
             Some(st) if libc::WIFEXITED(st) => ExitStatus::Code(libc::WEXITSTATUS(st)),
             Some(st) if libc::WIFSIGNALED(st) => ExitStatus::Signal(libc::WTERMSIG(st)),
@@ -212,10 +360,110 @@ impl Sandbox {
             peak_memory_bytes: stats.peak_memory,
             files,
             repo_view: view,
-            limit_backend: self.cgroups.backend(),
+            limit_backend: self.shared.cgroups.backend(),
             host_uid,
         })
     }
+}
+
+impl Sandbox {
+    /// A prepared supervisor for `key`, if one is there and fresh.
+    fn take_prepared(&self, key: &LayoutKey) -> Option<Prepared> {
+        let mut pool = self.shared.pool.lock().unwrap_or_else(|e| e.into_inner());
+        let slot = pool.get_mut(key)?;
+        while let Some(p) = slot.pop() {
+            if p.made.elapsed() <= POOL_MAX_AGE {
+                return Some(p);
+            }
+            self.discard(p);
+        }
+        None
+    }
+
+    fn discard(&self, p: Prepared) {
+        let t = Teardown {
+            _supervisor: Some(p.running),
+            _cgroup: p.cgroup,
+        };
+        match &self.reaper {
+            Some(tx) => drop(tx.send(t)),
+            None => drop(t),
+        }
+    }
+}
+
+/// Clones a supervisor for `key`, puts it in fresh cgroups and lets it build its root.
+fn prepare(shared: &Shared, key: &LayoutKey) -> Result<Prepared, RunError> {
+    let seq = RUN_SEQ.fetch_add(1, Ordering::Relaxed);
+    let host_uid =
+        HOST_UID_BASE + ((u64::from(std::process::id()) * 4099 + seq) % HOST_UID_SPAN) as u32;
+    let limits = key.limits();
+    let idmapped =
+        if key.view == RepoView::Overlay && !shared.idmap_unavailable.load(Ordering::Relaxed) {
+            match spawn::idmapped_mount(&key.repo, host_uid) {
+                Ok(fd) => Some(fd),
+                Err(_) => {
+                    shared.idmap_unavailable.store(true, Ordering::Relaxed);
+                    None
+                }
+            }
+        } else {
+            None
+        };
+    let RootOps {
+        ops,
+        repo_op,
+        lower_op,
+    } = sfs::root_ops(&Layout {
+        mount_dir: &shared.mount_dir,
+        repo: &key.repo,
+        binds: &key.binds,
+        view: key.view,
+        limits: &limits,
+        idmapped_lower: idmapped.as_ref().map(AsRawFd::as_raw_fd),
+    })?;
+    let plan = ChildPlan {
+        ops,
+        keep_fd: idmapped.as_ref().map(AsRawFd::as_raw_fd),
+    };
+    let cgroup = shared
+        .cgroups
+        .create(seq, &limits)
+        .map_err(|e| SandboxError::Sys {
+            what: "creating the run's cgroups",
+            source: e,
+        })?;
+    let running = match spawn::start(&plan, host_uid, |pid| cgroup.attach(pid)) {
+        Ok(r) => r,
+        Err(StartError::Op(i, _))
+            if idmapped.is_some() && (i == repo_op || Some(i) == lower_op) =>
+        {
+            // This file system takes no idmapped overlay layer: go on without.
+            shared.idmap_unavailable.store(true, Ordering::Relaxed);
+            drop(cgroup);
+            return prepare(shared, key);
+        }
+        Err(StartError::Op(i, _)) if i == repo_op && key.view == RepoView::Overlay => {
+            return Err(RunError::OverlayFailed)
+        }
+        Err(StartError::Op(i, source)) => {
+            return Err(SandboxError::Setup {
+                step: plan
+                    .ops
+                    .get(i)
+                    .map_or_else(|| "fork the payload".into(), spawn::Op::describe),
+                source,
+            }
+            .into())
+        }
+        Err(StartError::Other(e)) => return Err(e.into()),
+    };
+    Ok(Prepared {
+        running,
+        cgroup,
+        host_uid,
+        made: Instant::now(),
+    })
 }
 
 #[derive(Debug)]
@@ -273,12 +521,7 @@ pub(crate) fn environment(extra: &[(OsString, OsString)]) -> BTreeMap<OsString, 
     env
 }
 
-fn child_plan(
-    spec: &RunSpec,
-    repo: &Path,
-    ops: Vec<spawn::Op>,
-    backend: LimitBackend,
-) -> Result<ChildPlan, SandboxError> {
+fn exec_plan(spec: &RunSpec, repo: &Path, backend: LimitBackend) -> Result<ExecPlan, SandboxError> {
     let env = environment(&spec.env);
     let argv0 = spec.argv[0].as_bytes();
     let exec_candidates = if argv0.contains(&b'/') {
@@ -297,8 +540,7 @@ fn child_plan(
             })
             .collect::<Result<_, _>>()?
     };
-    Ok(ChildPlan {
-        ops,
+    Ok(ExecPlan {
         workdir: cstring(
             "working directory",
             repo.join(&spec.workdir).as_os_str().as_bytes(),

@@ -43,6 +43,9 @@ const MOUNT_ATTR_RDONLY: u64 = 0x1;
 const MOUNT_ATTR_NOSUID: u64 = 0x2;
 const MOUNT_ATTR_NODEV: u64 = 0x4;
 const AT_RECURSIVE: libc::c_uint = 0x8000;
+const MOUNT_ATTR_IDMAP: u64 = 0x0010_0000;
+const MOVE_MOUNT_F_EMPTY_PATH: libc::c_uint = 0x4;
+const OPEN_TREE_CLONE: libc::c_uint = 1;
 
 #[repr(C)]
 struct MountAttr {
@@ -107,6 +110,11 @@ pub(crate) enum Op {
     PivotRoot {
         new_root: CString,
     },
+    /// Attaches a detached mount (an inherited descriptor) at `target`.
+    MoveMount {
+        fd: RawFd,
+        target: CString,
+    },
     Hostname {
         name: CString,
     },
@@ -137,16 +145,121 @@ impl Op {
             ),
             Op::ReadOnly { path, .. } => format!("make {} read-only", s(path)),
             Op::PivotRoot { new_root } => format!("pivot_root into {}", s(new_root)),
+            Op::MoveMount { target, .. } => {
+                format!("attach the idmapped repository at {}", s(target))
+            }
             Op::Hostname { .. } => "sethostname".into(),
             Op::LoopbackUp => "bring up lo".into(),
         }
     }
 }
 
-/// Everything the supervisor and the payload need, prepared before the clone.
+/// What the supervisor needs to build the root, prepared before the clone.
 #[derive(Debug)]
 pub(crate) struct ChildPlan {
     pub(crate) ops: Vec<Op>,
+    /// A descriptor an op uses (the idmapped repository), kept open in the supervisor.
+    pub(crate) keep_fd: Option<RawFd>,
+}
+
+/// A detached mount of `dir` (not recursive) on which files owned by `dir`'s owner appear
+/// as owned by `host_uid` (and its group likewise), read-only. Used as the overlay's lower
+/// layer, it makes the checked-in files the sandbox user's, as a checkout of their own
+/// would be; other owners' files appear as nobody's. Needs root in the host's namespace
+/// (the repository's file system belongs to it) and a file system that supports idmapping.
+pub(crate) fn idmapped_mount(dir: &std::path::Path, host_uid: u32) -> io::Result<OwnedFd> {
+    use std::os::unix::fs::MetadataExt;
+    let md = std::fs::metadata(dir)?;
+    // A user namespace whose only mapping is owner -> host_uid: held by a child that waits
+    // on a pipe, just long enough to open it.
+    let (r, w) = {
+        let mut fds = [0; 2];
+        // SAFETY: fds is a valid array of two ints.
+        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: two fresh descriptors that we now own.
+        unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) }
+    };
+    // SAFETY: the child only reads a byte and exits; it allocates nothing.
+    let pid = unsafe { raw_clone(libc::CLONE_NEWUSER as libc::c_ulong) };
+    if pid == 0 {
+        // SAFETY: see above.
+        unsafe {
+            // Our copy of the write end would keep the read below from ever seeing its end.
+            libc::close(w.as_raw_fd());
+            let mut b = 0u8;
+            libc::read(r.as_raw_fd(), (&mut b as *mut u8).cast(), 1);
+            libc::_exit(0);
+        }
+    }
+    if pid < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let result = (|| {
+        std::fs::write(
+            format!("/proc/{pid}/uid_map"),
+            format!("{} {host_uid} 1\n", md.uid()),
+        )?;
+        std::fs::write(
+            format!("/proc/{pid}/gid_map"),
+            format!("{} {host_uid} 1\n", md.gid()),
+        )?;
+        let userns = std::fs::File::open(format!("/proc/{pid}/ns/user"))?;
+        let path = CString::new(dir.as_os_str().as_encoded_bytes())
+            .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+        // SAFETY: path is a valid C string; the result is a new descriptor.
+        let fd = unsafe {
+            libc::syscall(
+                libc::SYS_open_tree,
+                libc::AT_FDCWD,
+                path.as_ptr(),
+                OPEN_TREE_CLONE | libc::O_CLOEXEC as libc::c_uint,
+            )
+        };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: open_tree returned a fresh descriptor that we now own.
+        let mount = unsafe { OwnedFd::from_raw_fd(fd as RawFd) };
+        let attr = MountAttr {
+            attr_set: MOUNT_ATTR_IDMAP | MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+            attr_clr: 0,
+            propagation: 0,
+            userns_fd: userns.as_raw_fd() as u64,
+        };
+        // SAFETY: attr is a valid mount_attr of the size passed.
+        let rc = unsafe {
+            libc::syscall(
+                libc::SYS_mount_setattr,
+                mount.as_raw_fd(),
+                c"".as_ptr(),
+                libc::AT_EMPTY_PATH,
+                &attr as *const MountAttr,
+                std::mem::size_of::<MountAttr>(),
+            )
+        };
+        if rc != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(mount)
+    })();
+    // SAFETY: a one-byte write to our pipe. The child exits on it (or on the pipe's end).
+    unsafe { libc::write(w.as_raw_fd(), b"x".as_ptr().cast(), 1) };
+    drop(w);
+    let mut st = 0;
+    // SAFETY: pid is our child; it exits once the pipe is closed.
+    unsafe { while libc::waitpid(pid, &mut st, 0) < 0 && errno() == libc::EINTR {} }
+    drop(r);
+    result
+}
+
+/// What the payload needs to start. It is written into memory shared with the supervisor
+/// only when the run starts ("go 2"), so a supervisor can build its root before the command
+/// is known — that is what lets [`crate::Sandbox`] prepare the next run's supervisor while the
+/// current one runs.
+#[derive(Debug)]
+pub(crate) struct ExecPlan {
     /// Absolute, inside the new root.
     pub(crate) workdir: CString,
     /// Paths tried in order with `execve` (the `PATH` lookup done beforehand).
@@ -156,24 +269,131 @@ pub(crate) struct ChildPlan {
     pub(crate) rlimits: Vec<(libc::__rlimit_resource_t, u64, u64)>,
 }
 
-/// Pointer arrays for `execve`, built before the clone so the child only reads them.
-struct ExecArgs {
-    argv: Vec<*const libc::c_char>,
-    env: Vec<*const libc::c_char>,
+const MAX_RLIMITS: usize = 16;
+
+/// Room for the command line, the environment and the rest of an [`ExecPlan`]. Pages of an
+/// anonymous mapping cost nothing until they are written.
+const EXEC_AREA_BYTES: usize = 4 << 20;
+
+/// The start of the shared area, as the payload reads it. Pointers point into the area,
+/// which has the same address in the caller, the supervisor and the payload (forks).
+#[repr(C)]
+struct ExecHeader {
+    workdir: *const libc::c_char,
+    argv: *const *const libc::c_char,
+    env: *const *const libc::c_char,
+    candidates: *const *const libc::c_char,
+    candidate_count: usize,
+    rlimit_count: usize,
+    rlimits: [[u64; 3]; MAX_RLIMITS],
 }
 
-impl ExecArgs {
-    fn new(plan: &ChildPlan) -> Self {
-        let ptrs = |v: &[CString]| {
-            v.iter()
-                .map(|c| c.as_ptr())
-                .chain(std::iter::once(std::ptr::null()))
-                .collect()
+/// A `MAP_SHARED` anonymous mapping shared by the caller and its supervisor (and, until it
+/// execs, the payload). The payload cannot reach it after exec: it is gone from its address
+/// space, and the supervisor's memory is another uid's.
+#[derive(Debug)]
+struct ExecArea {
+    ptr: *mut u8,
+    len: usize,
+}
+
+// SAFETY: the area is plain memory owned by one `Running`; it is written only by the caller
+// before "go 2" and read by the payload after it.
+unsafe impl Send for ExecArea {}
+
+impl ExecArea {
+    fn new() -> Result<Self, SandboxError> {
+        // SAFETY: a fresh anonymous mapping; no existing memory is touched.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                EXEC_AREA_BYTES,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
         };
-        ExecArgs {
-            argv: ptrs(&plan.argv),
-            env: ptrs(&plan.env),
+        if ptr == libc::MAP_FAILED {
+            return Err(SandboxError::sys("mapping the exec area"));
         }
+        Ok(ExecArea {
+            ptr: ptr.cast(),
+            len: EXEC_AREA_BYTES,
+        })
+    }
+
+    /// Lays `plan` out in the area: the header, then strings and pointer arrays.
+    fn write(&mut self, plan: &ExecPlan) -> Result<(), SandboxError> {
+        if plan.rlimits.len() > MAX_RLIMITS {
+            return Err(SandboxError::InvalidSpec("too many rlimits".into()));
+        }
+        let too_long = || {
+            SandboxError::InvalidSpec(format!(
+                "the command line and environment take more than {} MiB",
+                EXEC_AREA_BYTES >> 20
+            ))
+        };
+        let base = self.ptr as usize;
+        let mut off = std::mem::size_of::<ExecHeader>().next_multiple_of(8);
+        let len = self.len;
+        // SAFETY (both closures): every write is bounds-checked against the mapping's length.
+        let put_str = |c: &CString, off: &mut usize| -> Result<usize, SandboxError> {
+            let b = c.as_bytes_with_nul();
+            if *off + b.len() > len {
+                return Err(too_long());
+            }
+            let at = base + *off;
+            unsafe { std::ptr::copy_nonoverlapping(b.as_ptr(), at as *mut u8, b.len()) };
+            *off += b.len();
+            Ok(at)
+        };
+        let put_ptrs = |ptrs: &[usize], off: &mut usize| -> Result<usize, SandboxError> {
+            *off = off.next_multiple_of(8);
+            let bytes = (ptrs.len() + 1) * 8;
+            if *off + bytes > len {
+                return Err(too_long());
+            }
+            let at = base + *off;
+            for (i, p) in ptrs.iter().chain(std::iter::once(&0usize)).enumerate() {
+                unsafe { ((at + i * 8) as *mut usize).write(*p) };
+            }
+            *off += bytes;
+            Ok(at)
+        };
+        let strs = |v: &[CString], off: &mut usize| -> Result<Vec<usize>, SandboxError> {
+            v.iter().map(|c| put_str(c, off)).collect()
+        };
+        let argv = strs(&plan.argv, &mut off)?;
+        let env = strs(&plan.env, &mut off)?;
+        let cands = strs(&plan.exec_candidates, &mut off)?;
+        let workdir = strs(std::slice::from_ref(&plan.workdir), &mut off)?[0];
+        let argv = put_ptrs(&argv, &mut off)?;
+        let env = put_ptrs(&env, &mut off)?;
+        let cands = put_ptrs(&cands, &mut off)?;
+        let mut rlimits = [[0u64; 3]; MAX_RLIMITS];
+        for (slot, &(res, soft, hard)) in rlimits.iter_mut().zip(&plan.rlimits) {
+            *slot = [res as u64, soft, hard];
+        }
+        let header = ExecHeader {
+            workdir: workdir as *const libc::c_char,
+            argv: argv as *const *const libc::c_char,
+            env: env as *const *const libc::c_char,
+            candidates: cands as *const *const libc::c_char,
+            candidate_count: plan.exec_candidates.len(),
+            rlimit_count: plan.rlimits.len(),
+            rlimits,
+        };
+        // SAFETY: the mapping is page-aligned and larger than the header.
+        unsafe { (self.ptr as *mut ExecHeader).write(header) };
+        Ok(())
+    }
+}
+
+impl Drop for ExecArea {
+    fn drop(&mut self) {
+        // SAFETY: ptr/len are the mapping made in `new`, unmapped once.
+        unsafe { libc::munmap(self.ptr.cast(), self.len) };
     }
 }
 
@@ -332,6 +552,14 @@ unsafe fn run_op(op: &Op) -> Result<(), i32> {
                 check(libc::umount2(c".".as_ptr(), libc::MNT_DETACH))?;
                 check(libc::chdir(c"/".as_ptr()))
             }
+            Op::MoveMount { fd, target } => check(libc::syscall(
+                libc::SYS_move_mount,
+                *fd,
+                c"".as_ptr(),
+                libc::AT_FDCWD,
+                target.as_ptr(),
+                MOVE_MOUNT_F_EMPTY_PATH,
+            ) as libc::c_int),
             Op::Hostname { name } => check(libc::sethostname(name.as_ptr(), name.as_bytes().len())),
             Op::LoopbackUp => {
                 let fd = libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0);
@@ -378,7 +606,7 @@ unsafe fn close_all_except(keep: &mut [RawFd]) {
 }
 
 /// pid 1 of the sandbox. Never returns.
-unsafe fn supervisor(plan: &ChildPlan, args: &ExecArgs, fds: ChildFds) -> ! {
+unsafe fn supervisor(plan: &ChildPlan, exec: *const ExecHeader, fds: ChildFds) -> ! {
     // SAFETY: only syscalls on prepared data; see the module docs.
     unsafe {
         libc::prctl(
@@ -388,7 +616,14 @@ unsafe fn supervisor(plan: &ChildPlan, args: &ExecArgs, fds: ChildFds) -> ! {
             0,
             0,
         );
-        close_all_except(&mut [fds.ctl, fds.status, fds.stdin, fds.out, fds.err]);
+        close_all_except(&mut [
+            fds.ctl,
+            fds.status,
+            fds.stdin,
+            fds.out,
+            fds.err,
+            plan.keep_fd.unwrap_or(fds.ctl),
+        ]);
         // The caller writes our uid/gid maps and moves us into the run's cgroups first.
         if read_byte(fds.ctl) != Some(1) {
             libc::_exit(1);
@@ -402,19 +637,22 @@ unsafe fn supervisor(plan: &ChildPlan, args: &ExecArgs, fds: ChildFds) -> ! {
                 libc::_exit(1);
             }
         }
-        send(fds.status, [TAG_READY, 0, 0, 0, 0]);
-        // Meanwhile the caller writes the run's files into the repository view.
-        if read_byte(fds.ctl) != Some(2) {
-            libc::_exit(1);
-        }
+        // The payload is forked now, drops its privileges and waits for "go 2" itself, so the
+        // start of a run costs one wake-up and no fork.
         let payload_pid = raw_clone(0);
         if payload_pid == 0 {
-            payload(plan, args, fds);
+            payload(exec, fds);
         }
         if payload_pid < 0 {
-            send(fds.status, [TAG_EXEC_ERROR, errno() as u64, 0, 0, 0]);
+            send(
+                fds.status,
+                [TAG_SETUP_ERROR, plan.ops.len() as u64, errno() as u64, 0, 0],
+            );
             libc::_exit(1);
         }
+        send(fds.status, [TAG_READY, 0, 0, 0, 0]);
+        // Meanwhile the caller writes the run's files into the repository view.
+        libc::close(fds.ctl);
         libc::close(fds.out);
         libc::close(fds.err);
         libc::close(fds.stdin);
@@ -453,9 +691,19 @@ unsafe fn supervisor(plan: &ChildPlan, args: &ExecArgs, fds: ChildFds) -> ! {
 }
 
 /// The payload, before `execve`. Never returns.
-unsafe fn payload(plan: &ChildPlan, args: &ExecArgs, fds: ChildFds) -> ! {
+unsafe fn payload(exec: *const ExecHeader, fds: ChildFds) -> ! {
     // SAFETY: only syscalls on prepared data.
     unsafe {
+        // The control and status pipes are used after stdio is set up: keep them clear of 0..2
+        // (a caller without stdin could have them there).
+        let fds = ChildFds {
+            ctl: libc::fcntl(fds.ctl, libc::F_DUPFD_CLOEXEC, 3),
+            status: libc::fcntl(fds.status, libc::F_DUPFD_CLOEXEC, 3),
+            ..fds
+        };
+        if fds.ctl < 0 || fds.status < 0 {
+            libc::_exit(127);
+        }
         let fail = |e: i32| -> ! {
             send(fds.status, [TAG_EXEC_ERROR, e as u64, 0, 0, 0]);
             libc::_exit(127)
@@ -470,15 +718,6 @@ unsafe fn payload(plan: &ChildPlan, args: &ExecArgs, fds: ChildFds) -> ! {
         libc::sigemptyset(&mut empty);
         libc::sigprocmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut());
         libc::setsid();
-        for &(res, soft, hard) in &plan.rlimits {
-            let rl = libc::rlimit {
-                rlim_cur: soft,
-                rlim_max: hard,
-            };
-            if libc::setrlimit(res, &rl) != 0 {
-                fail(errno());
-            }
-        }
         // No capabilities are left after the uid change; empty the bounding set as well (it
         // needs CAP_SETPCAP, so before), so that no exec can bring any back.
         for cap in 0..64 {
@@ -512,6 +751,22 @@ unsafe fn payload(plan: &ChildPlan, args: &ExecArgs, fds: ChildFds) -> ! {
                 fail(errno());
             }
         }
+        // The run starts: the caller has written the run's files and the exec area.
+        if read_byte(fds.ctl) != Some(2) {
+            libc::_exit(1);
+        }
+        let plan = &*exec;
+        // Lowering limits needs no privilege (raising a hard limit never worked here: that
+        // takes CAP_SYS_RESOURCE in the host's user namespace).
+        for &[res, soft, hard] in &plan.rlimits[..plan.rlimit_count.min(MAX_RLIMITS)] {
+            let rl = libc::rlimit {
+                rlim_cur: soft,
+                rlim_max: hard,
+            };
+            if libc::setrlimit(res as libc::__rlimit_resource_t, &rl) != 0 {
+                fail(errno());
+            }
+        }
         // Everything else (including descriptors the caller leaked without CLOEXEC) is closed
         // by execve; the status pipe stays usable until then to report a failed exec.
         libc::syscall(
@@ -520,12 +775,12 @@ unsafe fn payload(plan: &ChildPlan, args: &ExecArgs, fds: ChildFds) -> ! {
             libc::c_uint::MAX,
             CLOSE_RANGE_CLOEXEC,
         );
-        if libc::chdir(plan.workdir.as_ptr()) != 0 {
+        if libc::chdir(plan.workdir) != 0 {
             fail(errno());
         }
         let mut first_err = libc::ENOENT;
-        for cand in &plan.exec_candidates {
-            libc::execve(cand.as_ptr(), args.argv.as_ptr(), args.env.as_ptr());
+        for i in 0..plan.candidate_count {
+            libc::execve(*plan.candidates.add(i), plan.argv, plan.env);
             let e = errno();
             if e != libc::ENOENT && e != libc::ENOTDIR && first_err == libc::ENOENT {
                 first_err = e;
@@ -567,12 +822,17 @@ pub(crate) struct Running {
     status: OwnedFd,
     out: OwnedFd,
     err: OwnedFd,
+    exec: ExecArea,
     reaped: bool,
 }
 
 /// How a started run ended, as the parent saw it.
 #[derive(Debug)]
 pub(crate) struct Finished {
+    /// The supervisor after a normal end: it has reaped every process of the run and sent
+    /// its report, and is exiting. Dropping it reaps it (which waits for the kernel to tear
+    /// down its namespaces), so the caller may do that off the critical path.
+    pub(crate) exiting: Option<Running>,
     /// The payload's wait status, or `None` when the supervisor was killed first.
     pub(crate) payload_status: Option<i32>,
     /// The signal that killed the supervisor, if one did.
@@ -591,7 +851,7 @@ pub(crate) fn start(
     host_uid: u32,
     attach: impl FnOnce(libc::pid_t) -> io::Result<()>,
 ) -> Result<Running, StartError> {
-    let args = ExecArgs::new(plan);
+    let exec = ExecArea::new()?;
     let (ctl_r, ctl_w) = pipe()?;
     let (status_r, status_w) = pipe()?;
     let (out_r, out_w) = pipe()?;
@@ -615,7 +875,7 @@ pub(crate) fn start(
     let pid = unsafe { raw_clone(flags as libc::c_ulong) };
     if pid == 0 {
         // SAFETY: see above.
-        unsafe { supervisor(plan, &args, fds) };
+        unsafe { supervisor(plan, exec.ptr as *const ExecHeader, fds) };
     }
     if pid < 0 {
         return Err(SandboxError::sys("clone into new namespaces").into());
@@ -626,6 +886,7 @@ pub(crate) fn start(
         status: status_r,
         out: out_r,
         err: err_r,
+        exec,
         reaped: false,
     };
     drop((ctl_r, status_w, out_w, err_w, devnull));
@@ -652,6 +913,14 @@ pub(crate) fn start(
             op as usize,
             io::Error::from_raw_os_error(e as i32),
         )),
+        Some([TAG_EXEC_ERROR, e, ..]) => {
+            running.kill_and_reap();
+            Err(SandboxError::Setup {
+                step: "drop the payload's privileges".into(),
+                source: io::Error::from_raw_os_error(e as i32),
+            }
+            .into())
+        }
         _ => {
             let st = running.kill_and_reap();
             Err(SandboxError::SupervisorDied(st).into())
@@ -751,9 +1020,11 @@ impl Running {
     /// Lets the payload start and waits until every process of the run is gone.
     pub(crate) fn run(
         mut self,
+        plan: &ExecPlan,
         wall: Duration,
         output_cap: usize,
     ) -> Result<Finished, SandboxError> {
+        self.exec.write(plan)?;
         for fd in [&self.out, &self.err] {
             // SAFETY: fd is a valid open descriptor.
             unsafe {
@@ -773,7 +1044,9 @@ impl Running {
         let mut exec_error = None;
         let mut end = None;
         let mut scratch = Vec::with_capacity(65536);
-        while open.iter().any(|o| *o) {
+        // Once DONE is in, every process of the run is gone (the supervisor reaped them) and
+        // the supervisor is on its way out: its exit is not waited for here (see `Finished`).
+        while open[1] || open[2] || (open[0] && done.is_none()) {
             let now = Instant::now();
             if !timed_out && now >= deadline && done.is_none() {
                 self.kill_and_signal_only();
@@ -858,12 +1131,18 @@ impl Running {
                 }
             }
         }
-        let st = self.kill_and_reap();
-        let supervisor_signal = libc::WIFSIGNALED(st).then(|| libc::WTERMSIG(st));
-        if done.is_none() && !timed_out && supervisor_signal.is_none() {
-            return Err(SandboxError::SupervisorDied(st));
-        }
+        let (supervisor_signal, exiting) = if done.is_some() {
+            (None, Some(self))
+        } else {
+            let st = self.kill_and_reap();
+            let signal = libc::WIFSIGNALED(st).then(|| libc::WTERMSIG(st));
+            if !timed_out && signal.is_none() {
+                return Err(SandboxError::SupervisorDied(st));
+            }
+            (signal, None)
+        };
         Ok(Finished {
+            exiting,
             payload_status: done.map(|d| d[1] as u32 as i32),
             supervisor_signal,
             exec_error,

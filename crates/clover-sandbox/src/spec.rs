@@ -161,7 +161,7 @@ impl Collected {
 }
 
 /// How the run's files were made writable.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum RepoView {
     Overlay,
     Copy,

@@ -132,7 +132,7 @@ fn python() -> Option<&'static str> {
 fn runs_a_command_as_the_sandbox_user_in_the_repository() {
     let Some(sb) = sandbox() else { return };
     let c = Case::new();
-    let mut spec = c.spec("id -u; id -g; pwd; cat pkg/mod.py; cat tests/new.txt; echo changed > file.txt 2>/dev/null; echo new > new.txt; echo out > report.txt; echo $HOME $TZ $LC_ALL $PYTHONHASHSEED");
+    let mut spec = c.spec("id -u; id -g; pwd; cat pkg/mod.py; cat tests/new.txt; echo changed > file.txt; touch -d @1 pkg/mod.py; stat -c '%u %Y' pkg/mod.py; echo new > new.txt; echo out > report.txt; echo $HOME $TZ $LC_ALL $PYTHONHASHSEED");
     spec.files.push(WriteFile {
         path: "tests/new.txt".into(),
         contents: b"written by the caller\n".to_vec(),
@@ -147,15 +147,16 @@ fn runs_a_command_as_the_sandbox_user_in_the_repository() {
     assert_eq!(out.exit, ExitStatus::Code(0));
     assert_eq!(out.limit_hit, None);
     let expected = format!(
-        "65534\n65534\n{}\nX = 1\nwritten by the caller\n/tmp/home UTC C.UTF-8 0\n",
+        "65534\n65534\n{}\nX = 1\nwritten by the caller\n65534 1\n/tmp/home UTC C.UTF-8 0\n",
         c.repo.path().canonicalize().unwrap().display()
     );
     assert_eq!(out.stdout.text(), expected);
     assert_eq!(out.file("report.txt").unwrap().bytes(), Some(&b"out\n"[..]));
-    // Checked-in files stay root's: readable, not writable (see the crate's ARCHITECTURE).
+    // Checked-in files are the sandbox user's (an idmapped lower layer), as in a checkout of
+    // its own: it may change them, in its own view only (`run` checks the repository).
     assert_eq!(
         out.file("file.txt").unwrap().bytes(),
-        Some(&b"original\n"[..])
+        Some(&b"changed\n"[..])
     );
     assert_eq!(out.file("new.txt").unwrap().bytes(), Some(&b"new\n"[..]));
     assert_eq!(out.file("missing.txt"), Some(&Collected::Missing));

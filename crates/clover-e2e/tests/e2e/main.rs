@@ -1,0 +1,8 @@
+//! End-to-end tests of the clover tools: the real binaries, run the way users run them.
+
+mod bad_input;
+mod determinism;
+mod examples;
+mod resume;
+mod shards;
+mod support;

@@ -1,0 +1,338 @@
+//! The `sandbox-run` stage: [`Response`] records in, one [`RunResult`] per response out, in
+//! input order, with several runs at once.
+//!
+//! Turning the model's text into the candidate file is `clover_score::assemble_candidate`
+//! (the scorer must agree on what "the model's code" is); no code ⇒ outcome `no_code`.
+//! Python candidates run under pytest with coverage of the repository's source folders;
+//! C++ candidates are compiled and run as GoogleTest binaries ([`crate::gtest`]).
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use clover_manifest::RepoConfig;
+use clover_protocol::{
+    Language, OnError, Outcome, RecordKind, Response, RunResult, StageIo, Stopped, SCHEMA_VERSION,
+};
+
+use crate::gtest::{CppProject, GtestRun, LibraryCache, LibraryError};
+use crate::pytest::PytestRun;
+use crate::spec::{Limits, RunOutput, WriteFile};
+use crate::{Sandbox, SandboxError};
+
+/// Bytes of stdout and stderr kept in a result (the end of each stream).
+pub const TAIL_BYTES: usize = 8192;
+
+/// Runs responses' candidates: the repositories they may name, and how to run each kind.
+#[derive(Debug)]
+pub struct ResponseRunner<'a> {
+    sandbox: &'a Sandbox,
+    repos: BTreeMap<String, Repo>,
+    /// The same repositories' configurations, for messages.
+    configs: BTreeMap<String, RepoConfig>,
+    /// `--python`, then `$CLOVER_PYTHON`, then `python3` on `PATH`: for repositories whose
+    /// manifest names no interpreter.
+    default_python: Option<PathBuf>,
+    cache: LibraryCache,
+}
+
+#[derive(Debug)]
+struct Repo {
+    config: RepoConfig,
+    cpp: CppProject,
+}
+
+/// Why a response has no result record. Reported with its line and id; the stage goes on.
+#[derive(Debug, thiserror::Error)]
+pub enum ResponseError {
+    #[error("{0}")]
+    UnknownRepo(String),
+    #[error("no Python interpreter for repository `{0}`: set `python` in the manifest, pass --python or set CLOVER_PYTHON")]
+    NoPython(String),
+    #[error("invalid candidate path `{0}`: it must be relative to the repository, without `..`")]
+    BadPath(String),
+    #[error(transparent)]
+    Library(#[from] LibraryError),
+    #[error(transparent)]
+    Sandbox(#[from] SandboxError),
+}
+
+impl<'a> ResponseRunner<'a> {
+    /// A runner over `repos` (by name). `default_python` serves repositories without one;
+    /// `cache_dir` holds built C++ libraries.
+    pub fn new(
+        sandbox: &'a Sandbox,
+        configs: BTreeMap<String, RepoConfig>,
+        default_python: Option<PathBuf>,
+        cache_dir: &Path,
+    ) -> Result<Self, SandboxError> {
+        let repos = configs
+            .iter()
+            .map(|(name, config)| {
+                let cpp = CppProject::from_config(config);
+                (
+                    name.clone(),
+                    Repo {
+                        config: config.clone(),
+                        cpp,
+                    },
+                )
+            })
+            .collect();
+        Ok(ResponseRunner {
+            sandbox,
+            repos,
+            configs,
+            default_python,
+            cache: LibraryCache::new(cache_dir)?,
+        })
+    }
+
+    /// Runs one response's candidate and says what happened.
+    pub fn run(&self, response: &Response) -> Result<RunResult, ResponseError> {
+        let started = Instant::now();
+        let name = if response.exec.repo.is_empty() {
+            &response.repo
+        } else {
+            &response.exec.repo
+        };
+        let repo = self.repos.get(name).ok_or_else(|| {
+            ResponseError::UnknownRepo(clover_manifest::unknown_repo(name, &self.configs))
+        })?;
+        let cfg = &repo.config;
+        let mut result = RunResult {
+            kind: RecordKind::RunResult,
+            schema_version: SCHEMA_VERSION,
+            id: response.id.clone(),
+            instance_id: response.instance_id.clone(),
+            model: response.model.clone(),
+            task: Some(response.task),
+            setting: response.setting.clone(),
+            repo: response.repo.clone(),
+            outcome: Outcome::NoCode,
+            tests: Vec::new(),
+            coverage: Vec::new(),
+            limit_hit: None,
+            exit_code: None,
+            signal: None,
+            candidate: None,
+            answer: None,
+            message: None,
+            stdout_tail: String::new(),
+            stderr_tail: String::new(),
+            scoring: response.scoring.clone(),
+            duration_secs: 0.0,
+        };
+        let candidate = match clover_score::assemble_candidate(response) {
+            Ok(c) => c,
+            Err(no_code) => {
+                result.message = Some(no_code.to_string());
+                result.duration_secs = started.elapsed().as_secs_f64();
+                return Ok(result);
+            }
+        };
+        let path = PathBuf::from(&response.exec.candidate_path);
+        if path.as_os_str().is_empty()
+            || crate::fs::check_relative("candidate", &path).is_err()
+            || path.file_name().is_none()
+        {
+            return Err(ResponseError::BadPath(response.exec.candidate_path.clone()));
+        }
+        let file = WriteFile {
+            path: path.clone(),
+            contents: candidate.text.clone().into_bytes(),
+        };
+        result.candidate = Some(candidate.text);
+        result.answer = Some(candidate.answer);
+        let limits = Limits {
+            wall: Duration::from_secs(cfg.timeout_secs),
+            cpu_secs: cfg.timeout_secs,
+            memory_bytes: cfg.memory_mb << 20,
+            pids: cfg.pids,
+            ..Limits::default()
+        };
+        let language = response.exec.language.unwrap_or(cfg.language);
+        let (run, outcome, tests, coverage, message) = match language {
+            Language::Python => {
+                let python = cfg
+                    .python
+                    .clone()
+                    .or_else(|| self.default_python.clone())
+                    .ok_or_else(|| ResponseError::NoPython(cfg.name.clone()))?;
+                let targets = if response.exec.selectors.is_empty() {
+                    vec![response.exec.candidate_path.clone()]
+                } else {
+                    response.exec.selectors.clone()
+                };
+                let r = PytestRun {
+                    repo: cfg.root.clone(),
+                    python,
+                    targets,
+                    files: vec![file],
+                    cov_sources: cfg
+                        .source_dirs
+                        .iter()
+                        .map(|d| d.to_string_lossy().into_owned())
+                        .collect(),
+                    cov_contexts: false,
+                    env: cfg.env.iter().map(|(k, v)| (k.into(), v.into())).collect(),
+                    limits,
+                }
+                .run(self.sandbox)?;
+                (r.run, r.outcome, r.tests, r.coverage, r.message)
+            }
+            Language::Cpp => {
+                let r = GtestRun {
+                    project: &repo.cpp,
+                    test_file: file,
+                    filter: response.exec.selectors.clone(),
+                    limits,
+                }
+                .run(self.sandbox, &self.cache)?;
+                (r.run, r.outcome, r.tests, r.coverage, r.message)
+            }
+        };
+        fill(&mut result, &run);
+        result.outcome = outcome;
+        result.tests = tests;
+        result.coverage = coverage;
+        result.message = message;
+        result.duration_secs = started.elapsed().as_secs_f64();
+        Ok(result)
+    }
+}
+
+fn fill(result: &mut RunResult, run: &RunOutput) {
+    result.limit_hit = run.limit_hit;
+    result.exit_code = run.exit.code();
+    result.signal = run.exit.signal();
+    result.stdout_tail = run.stdout.tail(TAIL_BYTES);
+    result.stderr_tail = run.stderr.tail(TAIL_BYTES);
+}
+
+/// What a stage run did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Summary {
+    pub written: u64,
+    /// Responses reported as errors (no result written).
+    pub failed: u64,
+    /// Responses whose result an earlier run (`--resume`) already wrote.
+    pub skipped: u64,
+    /// Results by outcome.
+    pub outcomes: BTreeMap<String, u64>,
+}
+
+/// Runs every response of `io`'s input with `jobs` runs at once and writes the results in
+/// input order. At most `4 × jobs` responses are in flight or waiting to be written, so
+/// memory stays flat however many records there are. A response that cannot be run is
+/// reported with its line and id; with [`OnError::Stop`] the stage then stops.
+pub fn run_responses(
+    io: &mut StageIo,
+    runner: &ResponseRunner,
+    jobs: usize,
+    on_error: OnError,
+) -> anyhow::Result<Summary> {
+    let jobs = jobs.max(1);
+    let window = (jobs * 4) as u64;
+    let progress = std::io::stderr().is_terminal();
+    let mut summary = Summary::default();
+    type Done = (u64, u64, String, Result<RunResult, ResponseError>);
+    std::thread::scope(|scope| {
+        let (job_tx, job_rx) = mpsc::sync_channel::<(u64, u64, Response)>(window as usize);
+        let job_rx = Arc::new(Mutex::new(job_rx));
+        let unstarted = Arc::clone(&job_rx);
+        let (done_tx, done_rx) = mpsc::channel::<Done>();
+        for _ in 0..jobs {
+            let job_rx = Arc::clone(&job_rx);
+            let done_tx = done_tx.clone();
+            scope.spawn(move || loop {
+                let job = job_rx.lock().expect("no worker panics").recv();
+                let Ok((seq, line, response)) = job else {
+                    break;
+                };
+                let r = runner.run(&response);
+                if done_tx.send((seq, line, response.id, r)).is_err() {
+                    break;
+                }
+            });
+        }
+        drop(done_tx);
+        let mut job_tx = Some(job_tx);
+        let (mut sent, mut written) = (0u64, 0u64);
+        let mut pending: HashMap<u64, (u64, String, Result<RunResult, ResponseError>)> =
+            HashMap::new();
+        let result = (|| -> anyhow::Result<()> {
+            loop {
+                while job_tx.is_some() && sent - written < window {
+                    match io.next_record::<Response>()? {
+                        None => job_tx = None,
+                        Some((line, response)) => {
+                            if io.is_done(&response.id) {
+                                summary.skipped += 1;
+                                continue;
+                            }
+                            if let Some(tx) = &job_tx {
+                                tx.send((sent, line, response))?;
+                            }
+                            sent += 1;
+                        }
+                    }
+                }
+                if job_tx.is_none() && written == sent {
+                    return Ok(());
+                }
+                let (seq, line, id, r) = done_rx.recv()?;
+                pending.insert(seq, (line, id, r));
+                while let Some((line, id, r)) = pending.remove(&written) {
+                    written += 1;
+                    match r {
+                        Ok(result) => {
+                            *summary
+                                .outcomes
+                                .entry(outcome_name(result.outcome))
+                                .or_default() += 1;
+                            io.writer.write(&result)?;
+                            summary.written += 1;
+                        }
+                        Err(e) => {
+                            io.report_failed(line, &id, &e);
+                            summary.failed += 1;
+                            if on_error == OnError::Stop {
+                                return Err(Stopped.into());
+                            }
+                        }
+                    }
+                    if progress {
+                        eprint!(
+                            "\rclover-sandbox-run: {} results, {} errors",
+                            summary.written, summary.failed
+                        );
+                    }
+                }
+            }
+        })();
+        // Stop feeding the workers: drop what no worker took yet; those busy finish their run
+        // and then find the channel closed.
+        drop(job_tx);
+        while unstarted
+            .lock()
+            .expect("no worker panics")
+            .try_recv()
+            .is_ok()
+        {}
+        if progress {
+            eprintln!();
+        }
+        result
+    })?;
+    Ok(summary)
+}
+
+fn outcome_name(o: Outcome) -> String {
+    serde_json::to_value(o)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default()
+}

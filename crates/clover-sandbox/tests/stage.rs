@@ -1,0 +1,285 @@
+//! The streaming mode of `clover-sandbox-run`: the real binary on responses for the fixture
+//! repositories, its results read back through the wire types. Needs root, the test Python
+//! (`cargo xtask setup`) and, for C++, g++, GoogleTest and gcovr.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use clover_protocol::{
+    ExecSpec, Language, Outcome, RecordKind, Response, RunResult, Task, TestOutcome, SCHEMA_VERSION,
+};
+
+fn response(id: &str, repo: &str, language: Language, path: &str, text: &str) -> Response {
+    let mut scoring = BTreeMap::new();
+    scoring.insert("marker".to_string(), serde_json::json!(id));
+    Response {
+        kind: RecordKind::Response,
+        schema_version: SCHEMA_VERSION,
+        id: format!("{id}@m"),
+        instance_id: id.into(),
+        model: "m".into(),
+        task: match language {
+            Language::Python => Task::CoverageTest,
+            Language::Cpp => Task::CppUnitTest,
+        },
+        setting: "po".into(),
+        repo: repo.into(),
+        text: text.into(),
+        error: None,
+        exec: ExecSpec {
+            repo: repo.into(),
+            language: Some(language),
+            candidate_path: path.into(),
+            prefix: String::new(),
+            suffix: String::new(),
+            selectors: Vec::new(),
+        },
+        scoring,
+    }
+}
+
+fn fenced(lang: &str, code: &str) -> String {
+    format!("Here is the test:\n```{lang}\n{code}```\n")
+}
+
+/// Runs the binary over `responses`; returns the results it wrote, its exit code and stderr.
+fn run_stage(responses: &[Response], args: &[&str]) -> (Vec<RunResult>, i32, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("responses.jsonl");
+    let output = dir.path().join("results.jsonl");
+    let text: String = responses
+        .iter()
+        .map(|r| serde_json::to_string(r).unwrap() + "\n")
+        .collect();
+    std::fs::write(&input, text).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_clover-sandbox-run"))
+        .arg(&input)
+        .arg("-o")
+        .arg(&output)
+        .args(["--cache-dir"])
+        .arg(dir.path().join("cache"))
+        .args(args)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let results = std::fs::read_to_string(&output)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    (results, out.status.code().unwrap_or(-1), stderr)
+}
+
+fn ready() -> Option<PathBuf> {
+    clover_testkit::root()?;
+    clover_testkit::python()
+}
+
+#[test]
+fn python_responses_become_results_in_input_order() {
+    let Some(py) = ready() else { return };
+    let repo = clover_testkit::fixture("python");
+    let pass = "from ledger.money import Money\n\ndef test_add():\n    assert (Money(150) + Money(50)).cents == 200\n";
+    let fail =
+        "from ledger.money import Money\n\ndef test_add():\n    assert Money(1).cents == 2\n";
+    let mut empty = response("r3", "pyfix", Language::Python, "tests/test_c3.py", "");
+    empty.error = Some("the server said 500".into());
+    let responses = vec![
+        response(
+            "r1",
+            "pyfix",
+            Language::Python,
+            "tests/test_c1.py",
+            &fenced("python", pass),
+        ),
+        response(
+            "r2",
+            "pyfix",
+            Language::Python,
+            "tests/test_c2.py",
+            &fenced("python", fail),
+        ),
+        empty,
+        response(
+            "r4",
+            "nosuchrepo",
+            Language::Python,
+            "tests/test_c4.py",
+            &fenced("python", pass),
+        ),
+        response(
+            "r5",
+            "pyfix",
+            Language::Python,
+            "tests/test_c5.py",
+            &fenced("python", pass),
+        ),
+    ];
+    let (results, code, stderr) = run_stage(
+        &responses,
+        &[
+            "--repo",
+            repo.to_str().unwrap(),
+            "--python",
+            py.to_str().unwrap(),
+            "--jobs",
+            "2",
+        ],
+    );
+    let ids: Vec<&str> = results.iter().map(|r| r.id.as_str()).collect();
+    assert_eq!(ids, ["r1@m", "r2@m", "r3@m", "r5@m"], "{stderr}");
+    assert_eq!(code, 3, "an unknown repository is a reported record error");
+    assert!(
+        stderr.contains(":4 (id r4@m)")
+            && stderr.contains("unknown repository `nosuchrepo`; known: pyfix"),
+        "{stderr}"
+    );
+    let [r1, r2, r3, r5] = &results[..] else {
+        unreachable!()
+    };
+    assert_eq!(
+        r1.outcome,
+        Outcome::Passed,
+        "{:?} {}",
+        r1.message,
+        r1.stdout_tail
+    );
+    assert_eq!(r1.tests.len(), 1);
+    assert!(r1
+        .coverage
+        .iter()
+        .any(|f| f.path == "src/ledger/money.py" && !f.lines.is_empty()));
+    assert_eq!(r1.candidate.as_deref(), Some(pass));
+    assert_eq!(r1.answer.as_deref(), Some(pass));
+    assert_eq!(r1.scoring["marker"], "r1");
+    assert_eq!(r1.task, Some(Task::CoverageTest));
+    assert_eq!(r2.outcome, Outcome::Failed);
+    assert_eq!(r2.tests[0].outcome, TestOutcome::Failed);
+    assert_eq!(r2.exit_code, Some(1));
+    assert_eq!(r3.outcome, Outcome::NoCode);
+    assert!(r3
+        .message
+        .as_deref()
+        .unwrap()
+        .contains("the server said 500"));
+    assert_eq!(r5.outcome, Outcome::Passed);
+    assert!(!repo.join("tests/test_c1.py").exists());
+}
+
+#[test]
+fn resume_skips_what_is_done() {
+    let Some(py) = ready() else { return };
+    let repo = clover_testkit::fixture("python");
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.jsonl");
+    let output = dir.path().join("out.jsonl");
+    let r = |id: &str| {
+        serde_json::to_string(&response(
+            id,
+            "pyfix",
+            Language::Python,
+            "tests/test_r.py",
+            &fenced("python", "def test_ok():\n    assert True\n"),
+        ))
+        .unwrap()
+            + "\n"
+    };
+    std::fs::write(&input, r("a")).unwrap();
+    let bin = env!("CARGO_BIN_EXE_clover-sandbox-run");
+    let args = |resume: bool| {
+        let mut c = Command::new(bin);
+        c.arg(&input).arg("-o").arg(&output);
+        c.args(["--repo", repo.to_str().unwrap()]);
+        c.args(["--python", py.to_str().unwrap()]);
+        if resume {
+            c.arg("--resume");
+        }
+        c
+    };
+    assert!(args(false).status().unwrap().success());
+    std::fs::write(&input, r("a") + &r("b")).unwrap();
+    let out = args(true).output().unwrap();
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("1 already done"));
+    let ids: Vec<String> = std::fs::read_to_string(&output)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<RunResult>(l).unwrap().id)
+        .collect();
+    assert_eq!(ids, ["a@m", "b@m"]);
+}
+
+fn cpp_ready() -> Option<()> {
+    clover_testkit::root()?;
+    for tool in [
+        "/usr/bin/g++",
+        "/usr/bin/gcovr",
+        "/usr/include/gtest/gtest.h",
+    ] {
+        clover_testkit::require(tool, Path::new(tool).exists().then_some(()))?;
+    }
+    Some(())
+}
+
+#[test]
+fn cpp_responses_compile_run_and_cover() {
+    let Some(()) = cpp_ready() else { return };
+    let repo = clover_testkit::fixture("cpp");
+    let good = std::fs::read_to_string(repo.join("tests/ring_buffer_test.cc")).unwrap();
+    let broken = "#include \"ring_buffer.h\"\n#include <gtest/gtest.h>\nTEST(Broken, It) { textkit::NoSuchThing x; }\n";
+    let failing = "#include <gtest/gtest.h>\nTEST(Fails, It) { EXPECT_EQ(1, 2); }\nTEST(Fails, Other) { EXPECT_EQ(1, 1); }\n";
+    let crash = "#include <cstdlib>\n#include <gtest/gtest.h>\nTEST(Crash, It) { std::abort(); }\n";
+    let p = "tests/candidate_test.cc";
+    let mut filtered = response("c5", "cppfix", Language::Cpp, p, &fenced("cpp", failing));
+    filtered.exec.selectors = vec!["Fails.Other".into()];
+    let responses = vec![
+        response("c1", "cppfix", Language::Cpp, p, &fenced("cpp", &good)),
+        response("c2", "cppfix", Language::Cpp, p, &fenced("cpp", broken)),
+        response("c3", "cppfix", Language::Cpp, p, &fenced("cpp", failing)),
+        response("c4", "cppfix", Language::Cpp, p, &fenced("cpp", crash)),
+        filtered,
+    ];
+    let (results, code, stderr) = run_stage(
+        &responses,
+        &["--repo", repo.to_str().unwrap(), "--jobs", "2"],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let [c1, c2, c3, c4, c5] = &results[..] else {
+        panic!("{results:?} {stderr}")
+    };
+    assert_eq!(
+        c1.outcome,
+        Outcome::Passed,
+        "{:?}\n{}",
+        c1.message,
+        c1.stdout_tail
+    );
+    assert_eq!(c1.tests.len(), 7);
+    let rb = c1
+        .coverage
+        .iter()
+        .find(|f| f.path == "src/ring_buffer.cc")
+        .unwrap_or_else(|| panic!("{:?}", c1.coverage));
+    assert!(rb.lines.len() > 10);
+    assert!(
+        c1.coverage
+            .iter()
+            .all(|f| f.path != "src/tokenizer.cc" || f.lines.is_empty()),
+        "counters of one run never reach another: {:?}",
+        c1.coverage
+    );
+    assert_eq!(c2.outcome, Outcome::CompileError);
+    assert!(
+        c2.message.as_deref().unwrap().contains("NoSuchThing"),
+        "{:?}",
+        c2.message
+    );
+    assert_eq!(c3.outcome, Outcome::Failed);
+    assert_eq!(c3.tests.len(), 2);
+    assert_eq!(c4.outcome, Outcome::Killed, "{:?}", c4.message);
+    assert_eq!(c4.signal, Some(libc::SIGABRT));
+    assert_eq!(c5.outcome, Outcome::Passed, "{:?}", c5.message);
+    assert_eq!(c5.tests.len(), 1);
+    assert!(!repo.join(".clover-build").exists() && !repo.join(p).exists());
+}

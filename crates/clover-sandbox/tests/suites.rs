@@ -1,0 +1,359 @@
+//! Whole test suites through the sandbox against the same suites run bare on the host (in a
+//! copy of the repository, inside `unshare -n` so they have no network either): the same
+//! tests must pass and fail. Python: the fixture and the corpus packages (`cargo xtask
+//! corpus`); C++: the fixture's GoogleTest files and Debian's GoogleTest samples 1, 2 and 4.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use clover_manifest::RepoConfig;
+use clover_protocol::{Language, Outcome, TestCase, TestOutcome};
+use clover_sandbox::gtest::{CppProject, GtestRun, LibraryCache};
+use clover_sandbox::pytest::PytestRun;
+use clover_sandbox::report::parse_junit;
+use clover_sandbox::{Limits, Sandbox, WriteFile};
+
+/// Tests known to change outcome from run to run, by `classname::name`.
+const FLAKY: &[&str] = &["tests.test_flaky::test_fifo_cost_after_shuffled_receipts"];
+
+type Verdicts = BTreeMap<String, TestOutcome>;
+
+fn verdicts(tests: &[TestCase]) -> Verdicts {
+    tests
+        .iter()
+        .map(|t| (format!("{}::{}", t.classname, t.name), t.outcome))
+        .filter(|(k, _)| !FLAKY.contains(&k.as_str()))
+        .collect()
+}
+
+fn sandbox() -> Option<Sandbox> {
+    clover_testkit::root()?;
+    match Sandbox::new() {
+        Ok(sb) => Some(sb),
+        Err(e) => clover_testkit::require(&format!("the sandbox ({e})"), None),
+    }
+}
+
+fn unshare() -> Option<()> {
+    let ok = Command::new("unshare")
+        .args(["-n", "true"])
+        .status()
+        .is_ok_and(|s| s.success());
+    clover_testkit::require("unshare -n (util-linux)", ok.then_some(()))
+}
+
+/// A copy of `repo` to run bare in, so the host run cannot change the repository either.
+fn copy_of(repo: &Path) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let st = Command::new("cp")
+        .arg("-a")
+        .arg(format!("{}/.", repo.display()))
+        .arg(dir.path())
+        .status()
+        .unwrap();
+    assert!(st.success());
+    dir
+}
+
+fn assert_same(what: &str, bare: &Verdicts, sandboxed: &Verdicts) {
+    assert!(!bare.is_empty(), "{what}: the bare run found no tests");
+    let differ: Vec<String> = bare
+        .keys()
+        .chain(sandboxed.keys())
+        .filter(|k| bare.get(*k) != sandboxed.get(*k))
+        .map(|k| {
+            format!(
+                "{k}: bare {:?}, sandboxed {:?}",
+                bare.get(k),
+                sandboxed.get(k)
+            )
+        })
+        .collect();
+    assert!(
+        differ.is_empty(),
+        "{what}: {} of {} tests differ:\n{}",
+        differ.len(),
+        bare.len(),
+        differ.join("\n")
+    );
+    let count = |v: &Verdicts, o| v.values().filter(|x| **x == o).count();
+    eprintln!(
+        "{what}: {} tests, {} passed, {} failed, {} errors, {} skipped — same bare and sandboxed",
+        bare.len(),
+        count(bare, TestOutcome::Passed),
+        count(bare, TestOutcome::Failed),
+        count(bare, TestOutcome::Error),
+        count(bare, TestOutcome::Skipped)
+    );
+}
+
+/// The whole suite of a Python repository, bare and sandboxed.
+fn python_suite(sb: &Sandbox, cfg: &RepoConfig, python: &Path) {
+    let targets: Vec<String> = cfg
+        .test_dirs
+        .iter()
+        .map(|d| d.to_string_lossy().into_owned())
+        .collect();
+    let env: Vec<(String, String)> = cfg.env.clone().into_iter().collect();
+
+    let copy = copy_of(&cfg.root);
+    let junit = copy.path().join(".bare-junit.xml");
+    let out = Command::new("unshare")
+        .arg("-n")
+        .arg(python)
+        .args(["-m", "pytest", "-p", "no:cacheprovider", "-q"])
+        .args(["-o", "junit_family=xunit1"])
+        .arg(format!("--junitxml={}", junit.display()))
+        .args(&targets)
+        .current_dir(copy.path())
+        .env("PYTHONHASHSEED", "0")
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .env("TZ", "UTC")
+        .env("LC_ALL", "C.UTF-8")
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .output()
+        .unwrap();
+    let bare = parse_junit(&std::fs::read(&junit).unwrap_or_else(|e| {
+        panic!(
+            "{}: no bare report ({e}): {}",
+            cfg.name,
+            String::from_utf8_lossy(&out.stdout)
+        )
+    }))
+    .unwrap();
+
+    let r = PytestRun {
+        repo: cfg.root.clone(),
+        python: python.to_path_buf(),
+        targets,
+        files: Vec::new(),
+        cov_sources: Vec::new(),
+        cov_contexts: false,
+        env: env.into_iter().map(|(k, v)| (k.into(), v.into())).collect(),
+        limits: Limits {
+            wall: Duration::from_secs(cfg.timeout_secs.max(300)),
+            cpu_secs: cfg.timeout_secs.max(300),
+            ..Limits::default()
+        },
+    }
+    .run(sb)
+    .unwrap();
+    assert!(
+        matches!(r.outcome, Outcome::Passed | Outcome::Failed),
+        "{}: {:?} {:?}\n{}",
+        cfg.name,
+        r.outcome,
+        r.message,
+        r.run.stdout.tail(4000)
+    );
+    assert_same(&cfg.name, &verdicts(&bare), &verdicts(&r.tests));
+}
+
+#[test]
+fn python_fixture_suite_same_bare_and_sandboxed() {
+    let Some(sb) = sandbox() else { return };
+    let Some(python) = clover_testkit::python() else {
+        return;
+    };
+    let Some(()) = unshare() else { return };
+    let cfg = RepoConfig::resolve(None, None, Some(&clover_testkit::fixture("python")))
+        .unwrap()
+        .remove(0);
+    python_suite(&sb, &cfg, &python);
+}
+
+#[test]
+fn corpus_suites_same_bare_and_sandboxed() {
+    let Some(sb) = sandbox() else { return };
+    let Some(manifest) = clover_testkit::corpus_manifest() else {
+        return;
+    };
+    let Some(()) = unshare() else { return };
+    for cfg in RepoConfig::resolve(Some(&manifest), None, None).unwrap() {
+        match cfg.language {
+            Language::Python => {
+                let python = cfg
+                    .python
+                    .clone()
+                    .expect("the corpus names each interpreter");
+                python_suite(&sb, &cfg, &python);
+            }
+            Language::Cpp => {
+                let Some(()) = cpp_ready() else { continue };
+                let tests = test_files(&cfg);
+                let tests: Vec<&str> = tests.iter().map(String::as_str).collect();
+                cpp_suite(&cfg.name, &CppProject::from_config(&cfg), &tests);
+            }
+        }
+    }
+}
+
+/// The test files of a repository: below its test folders, matching its test globs.
+fn test_files(cfg: &RepoConfig) -> Vec<String> {
+    let mut b = globset::GlobSetBuilder::new();
+    for g in &cfg.test_globs {
+        b.add(globset::Glob::new(g).unwrap());
+    }
+    let globs = b.build().unwrap();
+    let mut found = Vec::new();
+    for dir in &cfg.test_dirs {
+        let mut stack = vec![cfg.root.join(dir)];
+        while let Some(d) = stack.pop() {
+            for e in std::fs::read_dir(&d).unwrap().flatten() {
+                let p = e.path();
+                if p.is_dir() {
+                    stack.push(p);
+                } else if globs.is_match(e.file_name()) {
+                    let rel = p.strip_prefix(&cfg.root).unwrap();
+                    found.push(rel.to_string_lossy().into_owned());
+                }
+            }
+        }
+    }
+    found.sort();
+    assert!(!found.is_empty(), "{}: no test files", cfg.name);
+    found
+}
+
+fn cpp_ready() -> Option<()> {
+    for tool in [
+        "/usr/bin/g++",
+        "/usr/bin/gcovr",
+        "/usr/include/gtest/gtest.h",
+    ] {
+        clover_testkit::require(tool, Path::new(tool).exists().then_some(()))?;
+    }
+    unshare()
+}
+
+/// Compiles `test` with the library's sources on the host and runs it under `unshare -n`.
+fn bare_gtest(project: &CppProject, sources: &[PathBuf], test: &Path) -> Verdicts {
+    let dir = tempfile::tempdir().unwrap();
+    let bin = dir.path().join("t");
+    let xml = dir.path().join("t.xml");
+    let mut cc = Command::new(&project.cxx);
+    cc.current_dir(&project.repo)
+        .envs(project.env.iter().map(|(k, v)| (k, v)))
+        .args(&project.cxxflags)
+        .args(
+            project
+                .include_dirs
+                .iter()
+                .map(|d| format!("-I{}", d.display())),
+        )
+        .args(sources)
+        .arg(test)
+        .arg("-o")
+        .arg(&bin)
+        .args(project.link.iter().map(|l| format!("-l{l}")));
+    let out = cc.output().unwrap();
+    assert!(
+        out.status.success(),
+        "bare build of {}: {}",
+        test.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Command::new("unshare")
+        .envs(project.env.iter().map(|(k, v)| (k, v)))
+        .arg("-n")
+        .arg(&bin)
+        .arg(format!("--gtest_output=xml:{}", xml.display()))
+        .current_dir(&project.repo)
+        .output()
+        .unwrap();
+    verdicts(&parse_junit(&std::fs::read(&xml).unwrap()).unwrap())
+}
+
+/// Every test file of a C++ project, bare and sandboxed (each file as a candidate).
+fn cpp_suite(name: &str, project: &CppProject, tests: &[&str]) {
+    let Some(sb) = sandbox() else { return };
+    let cache_dir = tempfile::tempdir().unwrap();
+    let cache = LibraryCache::new(cache_dir.path()).unwrap();
+    let limits = Limits {
+        wall: Duration::from_secs(300),
+        cpu_secs: 300,
+        ..Limits::default()
+    };
+    let lib = cache.library(&sb, project, &limits).unwrap();
+    let sources: Vec<PathBuf> = lib.sources().map(Path::to_path_buf).collect();
+    assert!(!sources.is_empty());
+    for test in tests {
+        let bare = bare_gtest(project, &sources, Path::new(test));
+        let r = GtestRun {
+            project,
+            test_file: WriteFile {
+                path: test.into(),
+                contents: std::fs::read(project.repo.join(test)).unwrap(),
+            },
+            filter: Vec::new(),
+            limits: limits.clone(),
+        }
+        .run(&sb, &cache)
+        .unwrap();
+        // The outcome may be `error` where the binary's exit code disagrees with its report
+        // on purpose (sample9 returns 0 after a failing test); the tests must still be there.
+        assert!(
+            !r.tests.is_empty() && r.outcome != Outcome::CompileError,
+            "{name} {test}: {:?} {:?}\n{}",
+            r.outcome,
+            r.message,
+            r.run.stdout.tail(4000)
+        );
+        assert!(!r.coverage.is_empty(), "{name} {test}: no coverage");
+        assert_same(&format!("{name} {test}"), &bare, &verdicts(&r.tests));
+    }
+}
+
+#[test]
+fn cpp_fixture_tests_same_bare_and_sandboxed() {
+    let Some(()) = cpp_ready() else { return };
+    let cfg = RepoConfig::resolve(None, None, Some(&clover_testkit::fixture("cpp")))
+        .unwrap()
+        .remove(0);
+    let project = CppProject::from_config(&cfg);
+    cpp_suite(
+        "cppfix",
+        &project,
+        &[
+            "tests/ring_buffer_test.cc",
+            "tests/tokenizer_test.cc",
+            "tests/tokenizer_unittest.cc",
+            "tests/histogram_unittest.cc",
+            "tests/orphan_test.cc",
+        ],
+    );
+}
+
+#[test]
+fn googletest_samples_same_bare_and_sandboxed() {
+    let Some(()) = cpp_ready() else { return };
+    let samples = Path::new("/usr/src/googletest/googletest/samples");
+    let Some(()) = clover_testkit::require(
+        "the GoogleTest samples (Debian googletest)",
+        samples.join("sample1_unittest.cc").exists().then_some(()),
+    ) else {
+        return;
+    };
+    let project = CppProject {
+        repo: samples.into(),
+        cxx: "g++".into(),
+        cxxflags: vec!["-std=c++17".into()],
+        include_dirs: vec![".".into()],
+        source_dirs: vec![".".into()],
+        test_globs: vec!["*_unittest.cc".into()],
+        excludes: Vec::new(),
+        link: vec!["gtest_main".into(), "gtest".into(), "pthread".into()],
+        env: Vec::new(),
+    };
+    cpp_suite(
+        "googletest samples",
+        &project,
+        &[
+            "sample1_unittest.cc",
+            "sample2_unittest.cc",
+            "sample4_unittest.cc",
+        ],
+    );
+}
