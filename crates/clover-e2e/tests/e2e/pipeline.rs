@@ -1,0 +1,105 @@
+//! The whole pipeline on the Python fixture, the way the demo runs it: extract → calibrate →
+//! pack-context → generate (the oracle and a trivial baseline) → sandbox-run → score. The oracle
+//! answers with the ground truth and must succeed on (nearly) every instance of every task;
+//! the baseline must score far below it, or the metrics would not tell models apart.
+
+use std::collections::BTreeMap;
+
+use crate::support::{python_calibrated, run_ok, sandbox_python, shared_dir, tool};
+
+/// Headline metric of each task, as `clover score --format json` names them (shares, 0 to 1).
+const HEADLINE: &[(&str, &str)] = &[
+    ("assertion_cloze", "rer"),
+    ("targeted_test", "success_rate"),
+    ("coverage_test", "success_rate"),
+];
+
+#[test]
+fn oracle_succeeds_on_every_task_and_the_baseline_does_not() {
+    let Some(python) = sandbox_python() else {
+        return;
+    };
+    let Some(tokenizer) = clover_testkit::tokenizer_model() else {
+        return;
+    };
+    let fixture = clover_testkit::fixture("python");
+    let dir = shared_dir().join("pipeline");
+    std::fs::create_dir_all(&dir).unwrap();
+    let instances = dir.join("instances.jsonl");
+    run_ok(
+        tool("pack-context")
+            .arg(python_calibrated(&python))
+            .arg("--repo")
+            .arg(&fixture)
+            .arg("--tokenizer")
+            .arg(&tokenizer)
+            .args(["--seed", "0", "--settings", "po,8k,64k"])
+            .args([
+                "--cloze-per-repo",
+                "12",
+                "--targeted-per-repo",
+                "6",
+                "--coverage-per-repo",
+                "4",
+            ])
+            .arg("-o")
+            .arg(&instances),
+        0,
+    );
+    let mut results = Vec::new();
+    for model in ["oracle", "copy-operand"] {
+        let responses = dir.join(format!("responses-{model}.jsonl"));
+        let result = dir.join(format!("results-{model}.jsonl"));
+        run_ok(
+            tool("generate")
+                .arg(&instances)
+                .args(["--model", model])
+                .arg("-o")
+                .arg(&responses),
+            0,
+        );
+        run_ok(
+            tool("sandbox-run")
+                .arg(&responses)
+                .arg("--repo")
+                .arg(&fixture)
+                .arg("--python")
+                .arg(&python)
+                .arg("-o")
+                .arg(&result),
+            0,
+        );
+        results.push(result);
+    }
+    let ran = run_ok(tool("score").args(&results).args(["--format", "json"]), 0);
+    let report: serde_json::Value = serde_json::from_slice(&ran.stdout).expect("score's JSON");
+    // (model, task) -> the headline metric in every setting.
+    let mut seen: BTreeMap<(String, String), Vec<f64>> = BTreeMap::new();
+    for row in report["rows"].as_array().expect("rows") {
+        let task = row["task"].as_str().unwrap();
+        let Some((_, metric)) = HEADLINE.iter().find(|(t, _)| *t == task) else {
+            continue;
+        };
+        let value = row["metrics"][*metric]
+            .as_f64()
+            .unwrap_or_else(|| panic!("{metric} in {row}"));
+        assert!(row["n"].as_u64().unwrap() > 0, "{row}");
+        seen.entry((row["model"].as_str().unwrap().to_string(), task.to_string()))
+            .or_default()
+            .push(value);
+    }
+    for (task, metric) in HEADLINE {
+        let oracle = &seen[&("oracle".to_string(), task.to_string())];
+        let baseline = &seen[&("copy-operand".to_string(), task.to_string())];
+        assert_eq!(oracle.len(), 3, "{task}: one row per setting");
+        for v in oracle {
+            assert!(*v >= 0.95, "the oracle scores {v} {metric} on {task}");
+        }
+        for (b, o) in baseline.iter().zip(oracle) {
+            assert!(
+                *b <= o - 0.5,
+                "the baseline scores {b} {metric} on {task}, too near the oracle's {o}"
+            );
+        }
+    }
+}
