@@ -73,11 +73,7 @@ fn limits() -> Limits {
 }
 
 fn check(sandbox: &Sandbox, repo: &RepoConfig) -> Result<Share> {
-    let mut opts = clover_extract::ExtractOptions::new(&repo.root, &repo.name, repo.language);
-    opts.test_dirs = repo.test_dirs.clone();
-    opts.source_dirs = repo.source_dirs.clone();
-    opts.test_globs = repo.test_globs.clone();
-    opts.excludes = repo.excludes.clone();
+    let opts = clover_extract::ExtractOptions::from_repo(repo);
     let problems = clover_extract::extract(&opts)?.problems;
     let python = repo
         .python

@@ -151,11 +151,7 @@ fn print(f: &CppFigures) {
 }
 
 fn check(repo: &RepoConfig, spec: &CppRepo) -> Result<CppFigures> {
-    let mut opts = clover_extract::ExtractOptions::new(&repo.root, &repo.name, repo.language);
-    opts.test_dirs = repo.test_dirs.clone();
-    opts.source_dirs = repo.source_dirs.clone();
-    opts.test_globs = repo.test_globs.clone();
-    opts.excludes = repo.excludes.clone();
+    let opts = clover_extract::ExtractOptions::from_repo(repo);
     let limit = opts.chunk_lines;
     let extraction = clover_extract::extract(&opts)?;
     let mut fig = CppFigures {

@@ -12,11 +12,7 @@ use clover_protocol::{
 
 /// Problems of a repository, extracted with the extract library.
 fn extract(repo: &RepoConfig) -> Vec<Problem> {
-    let mut opts = clover_extract::ExtractOptions::new(&repo.root, &repo.name, repo.language);
-    opts.test_dirs = repo.test_dirs.clone();
-    opts.source_dirs = repo.source_dirs.clone();
-    opts.test_globs = repo.test_globs.clone();
-    opts.excludes = repo.excludes.clone();
+    let opts = clover_extract::ExtractOptions::from_repo(repo);
     clover_extract::extract(&opts).expect("extract").problems
 }
 

@@ -88,13 +88,13 @@ fn options(repo: &RepoConfig, args: &Args) -> ExtractOptions {
         Some(Lang::Cpp) => Language::Cpp,
         None => repo.language,
     };
-    let mut opts = ExtractOptions::new(&repo.root, &repo.name, language);
-    opts.test_dirs = repo.test_dirs.clone();
-    opts.source_dirs = repo.source_dirs.clone();
-    if !repo.test_globs.is_empty() && language == repo.language {
-        opts.test_globs = repo.test_globs.clone();
+    let mut opts = ExtractOptions::from_repo(repo);
+    if language != repo.language {
+        // The repository's globs are for its own language; another takes that one's defaults.
+        let defaults = ExtractOptions::new(&repo.root, &repo.name, language);
+        opts.language = language;
+        opts.test_globs = defaults.test_globs;
     }
-    opts.excludes = repo.excludes.clone();
     opts.max_file_bytes = args.max_file_bytes;
     opts.chunk_lines = args.chunk_lines;
     opts

@@ -38,9 +38,9 @@ pub struct ExtractOptions {
 impl ExtractOptions {
     /// Options with the default globs for `language` and the default limits.
     pub fn new(root: impl AsRef<Path>, repo: &str, language: Language) -> Self {
-        let globs: &[&str] = match language {
-            Language::Python => &["test_*.py", "*_test.py"],
-            Language::Cpp => &["*_test.cc", "*_unittest.cc", "*_test.cpp", "*_unittest.cpp"],
+        let globs = match language {
+            Language::Python => clover_manifest::DEFAULT_PYTHON_TEST_GLOBS,
+            Language::Cpp => clover_manifest::DEFAULT_CPP_TEST_GLOBS,
         };
         ExtractOptions {
             root: root.as_ref().to_path_buf(),
@@ -53,6 +53,19 @@ impl ExtractOptions {
             max_file_bytes: DEFAULT_MAX_FILE_BYTES,
             chunk_lines: DEFAULT_CHUNK_LINES,
         }
+    }
+
+    /// Options for a repository of a manifest (or detected): its root, name, language,
+    /// folders, test globs and excludes, with the default limits.
+    pub fn from_repo(repo: &clover_manifest::RepoConfig) -> Self {
+        let mut opts = ExtractOptions::new(&repo.root, &repo.name, repo.language);
+        opts.test_dirs = repo.test_dirs.clone();
+        opts.source_dirs = repo.source_dirs.clone();
+        if !repo.test_globs.is_empty() {
+            opts.test_globs = repo.test_globs.clone();
+        }
+        opts.excludes = repo.excludes.clone();
+        opts
     }
 
     pub(crate) fn validate(&self) -> Result<(), ExtractError> {

@@ -732,33 +732,10 @@ pub fn judge(
     limit: Option<LimitHit>,
     tests: Option<&[TestCase]>,
 ) -> (Outcome, Option<String>) {
-    match limit {
-        Some(LimitHit::WallClock) => return (Outcome::Timeout, None),
-        Some(LimitHit::Memory) => return (Outcome::Oom, None),
-        Some(l) => {
-            return (
-                Outcome::Killed,
-                Some(format!("the run hit its {l:?} limit")),
-            )
-        }
-        None => {}
-    }
-    let code = match exit {
-        ExitStatus::Signal(s) => {
-            return (
-                Outcome::Killed,
-                Some(format!("the test binary was killed by signal {s}")),
-            )
-        }
-        ExitStatus::Code(c) => c,
-    };
-    let Some(tests) = tests else {
-        return (
-            Outcome::Error,
-            Some(format!(
-                "the test binary exited with {code} and wrote no report"
-            )),
-        );
+    let (code, tests) = match crate::spec::verdict_of_ending("the test binary", exit, limit, tests)
+    {
+        Ok(ended) => ended,
+        Err(verdict) => return verdict,
     };
     let failed = tests.iter().any(|t| t.outcome == TestOutcome::Failed);
     let ran = tests.iter().any(|t| t.outcome != TestOutcome::Skipped);

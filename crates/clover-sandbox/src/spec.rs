@@ -4,7 +4,7 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clover_protocol::LimitHit;
+use clover_protocol::{LimitHit, Outcome, TestCase};
 
 use crate::capture::Captured;
 
@@ -203,5 +203,46 @@ impl RunOutput {
             .iter()
             .find(|f| f.path == path.as_ref())
             .map(|f| &f.content)
+    }
+}
+
+/// An outcome with the reason when the report alone does not say it.
+pub type Verdict = (Outcome, Option<String>);
+
+/// The part of a verdict every runner shares: a run a limit ended, one a signal ended, and one
+/// that wrote no report are decided here (a crash writes no report and is never a pass).
+/// Otherwise the exit code and the report come back for the runner's own cross-check.
+pub(crate) fn verdict_of_ending<'a>(
+    program: &str,
+    exit: ExitStatus,
+    limit: Option<LimitHit>,
+    tests: Option<&'a [TestCase]>,
+) -> Result<(i32, &'a [TestCase]), Verdict> {
+    match limit {
+        Some(LimitHit::WallClock) => return Err((Outcome::Timeout, None)),
+        Some(LimitHit::Memory) => return Err((Outcome::Oom, None)),
+        Some(l) => {
+            return Err((
+                Outcome::Killed,
+                Some(format!("the run hit its {l:?} limit")),
+            ))
+        }
+        None => {}
+    }
+    let code = match exit {
+        ExitStatus::Signal(s) => {
+            return Err((
+                Outcome::Killed,
+                Some(format!("{program} was killed by signal {s}")),
+            ))
+        }
+        ExitStatus::Code(c) => c,
+    };
+    match tests {
+        Some(tests) => Ok((code, tests)),
+        None => Err((
+            Outcome::Error,
+            Some(format!("{program} exited with {code} and wrote no report")),
+        )),
     }
 }
