@@ -164,6 +164,8 @@ fn run(args: Args) -> Result<u8> {
         args.stage
             .output
             .as_ref()
+            // Beside a file output; not beside /dev/null or a FIFO.
+            .filter(|o| !clover_protocol::is_special_file(o))
             .map(|o| PathBuf::from(format!("{}.summary.json", o.display())))
     });
     if let Some(path) = summary_path {

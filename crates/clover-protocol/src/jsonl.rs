@@ -418,6 +418,25 @@ impl std::fmt::Debug for RecordWriter {
     }
 }
 
+/// Whether `path` exists and is something other than a regular file or a folder: a device such
+/// as `/dev/null`, a FIFO, a socket (symlinks are followed). Such an output is written in place,
+/// never replaced by a rename.
+pub fn is_special_file(path: &Path) -> bool {
+    std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir())
+}
+
+/// Writes `bytes` to `path` so that `path` is always whole: through `path.partial` and a
+/// rename, or in place when `path` is a device or a FIFO ([`is_special_file`]).
+pub fn write_whole(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    if is_special_file(path) {
+        let mut f = OpenOptions::new().write(true).open(path)?;
+        return f.write_all(bytes).and_then(|()| f.flush());
+    }
+    let partial = partial_path(path);
+    std::fs::write(&partial, bytes)?;
+    std::fs::rename(&partial, path)
+}
+
 /// The partial file a stage writes while it runs.
 pub fn partial_path(path: &Path) -> PathBuf {
     let mut name = path.as_os_str().to_owned();
@@ -451,7 +470,23 @@ impl RecordWriter {
     /// A writer to `path`, through `path.partial`. Without `resume` any earlier output is
     /// replaced; with it, the earlier output (finished or partial) is kept, a half-written last
     /// line is cut off, and the ids it holds are returned so the stage can skip them.
+    ///
+    /// An output that is not a regular file (`/dev/null`, a FIFO, `/dev/stdout`) is written in
+    /// place: it cannot be renamed onto without replacing it, nor read back to resume.
     pub fn create(path: &Path, resume: bool) -> io::Result<(Self, HashSet<String>)> {
+        if is_special_file(path) {
+            let file = OpenOptions::new().write(true).open(path)?;
+            return Ok((
+                RecordWriter {
+                    out: Box::new(BufWriter::with_capacity(1 << 16, file)),
+                    paths: None,
+                    file: None,
+                    buf: Vec::new(),
+                    written: 0,
+                },
+                HashSet::new(),
+            ));
+        }
         let partial = partial_path(path);
         let mut done = HashSet::new();
         let file = if resume {

@@ -195,3 +195,44 @@ fn writer_goes_through_a_partial_file_and_resume_repairs_a_torn_line() {
     w.finish().unwrap();
     assert_eq!(std::fs::read(&out).unwrap(), b"");
 }
+
+/// `-o /dev/null` (or a FIFO) is written in place: a rename onto it would replace the device
+/// with a regular file, for every program on the host. A FIFO stands in for the device here.
+#[test]
+fn an_output_that_is_not_a_regular_file_is_written_in_place() {
+    use std::os::unix::fs::FileTypeExt;
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    assert!(crate::is_special_file(&fifo));
+    assert!(!crate::is_special_file(dir.path()));
+    assert!(!crate::is_special_file(&dir.path().join("absent")));
+    let reader = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || std::fs::read(&fifo).unwrap())
+    };
+    let (mut w, done) = RecordWriter::create(&fifo, true).unwrap();
+    assert!(done.is_empty());
+    w.write(&row("a")).unwrap();
+    w.write(&row("b")).unwrap();
+    w.finish().unwrap();
+    let got = reader.join().unwrap();
+    assert_eq!(read_all(&got, 1 << 20).0, vec!["a", "b"]);
+    let reader = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || std::fs::read(&fifo).unwrap())
+    };
+    crate::write_whole(&fifo, b"report\n").unwrap();
+    assert_eq!(reader.join().unwrap(), b"report\n");
+    assert!(std::fs::metadata(&fifo).unwrap().file_type().is_fifo());
+    assert!(!partial_path(&fifo).exists());
+    // A regular file still goes through the partial file.
+    let file = dir.path().join("report.txt");
+    crate::write_whole(&file, b"whole\n").unwrap();
+    assert_eq!(std::fs::read(&file).unwrap(), b"whole\n");
+    assert!(!partial_path(&file).exists());
+}

@@ -26,7 +26,8 @@ mod shard;
 mod stage;
 
 pub use jsonl::{
-    partial_path, Location, RecordError, RecordReader, RecordWriter, DEFAULT_MAX_LINE_BYTES,
+    is_special_file, partial_path, write_whole, Location, RecordError, RecordReader, RecordWriter,
+    DEFAULT_MAX_LINE_BYTES,
 };
 pub use lines::LineRanges;
 pub use records::{

@@ -253,10 +253,8 @@ fn write_report(cli: &Cli, report: &clover_score::Report) -> anyhow::Result<()> 
     match &cli.output {
         Some(path) => {
             // Written beside the target and renamed, so FILE is always whole.
-            let tmp = clover_protocol::partial_path(path);
-            std::fs::write(&tmp, text).with_context(|| format!("writing {}", tmp.display()))?;
-            std::fs::rename(&tmp, path)
-                .with_context(|| format!("renaming {} to {}", tmp.display(), path.display()))?;
+            clover_protocol::write_whole(path, text.as_bytes())
+                .with_context(|| format!("writing {}", path.display()))?;
         }
         None => {
             let mut out = std::io::stdout().lock();
