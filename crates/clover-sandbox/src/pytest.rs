@@ -131,18 +131,28 @@ impl PytestRun {
             }
             _ => (None, None),
         };
-        let coverage = match run.files.get(1).map(|f| &f.content) {
-            Some(Collected::Read { bytes, .. }) => {
-                parse_cobertura(bytes, &repo).unwrap_or_default()
-            }
-            _ => Vec::new(),
+        // A coverage report that is missing or unreadable counts as no coverage, and says so.
+        let (coverage, coverage_problem) = match run.files.get(1).map(|f| &f.content) {
+            _ if self.cov_sources.is_empty() => (Vec::new(), None),
+            Some(Collected::Read { bytes, .. }) => match parse_cobertura(bytes, &repo) {
+                Ok(c) => (c, None),
+                Err(e) => (
+                    Vec::new(),
+                    Some(format!("the coverage report is unreadable: {e}")),
+                ),
+            },
+            Some(Collected::Refused(why)) => (
+                Vec::new(),
+                Some(format!("the coverage report was refused: {why}")),
+            ),
+            _ => (Vec::new(), Some("no coverage report was written".into())),
         };
         let (outcome, message) = judge(run.exit, run.limit_hit, tests.as_deref());
         Ok(PytestResult {
             outcome,
             tests: tests.unwrap_or_default(),
             coverage,
-            message: report_problem.or(message),
+            message: report_problem.or(message).or(coverage_problem),
             run,
         })
     }

@@ -104,3 +104,61 @@ fn crashing_interpreter_is_not_a_pass() {
     assert_eq!(r.outcome, Outcome::Killed, "{:?}", r.message);
     assert!(r.tests.is_empty());
 }
+
+/// A candidate test that passes, and whose `atexit` hook (it runs after pytest has written its
+/// reports) then does `tamper` to the reports in `.clover-out/`.
+fn tampering(tamper: &str) -> Vec<WriteFile> {
+    let code = format!(
+        "import atexit, os\n\nfrom calc import add\n\n\n\
+         def _tamper():\n    out = os.path.join(os.getcwd(), '.clover-out')\n{tamper}\n\n\
+         atexit.register(_tamper)\n\n\ndef test_it():\n    assert add(2, 2) == 4\n"
+    );
+    vec![WriteFile {
+        path: "tests/test_tamper.py".into(),
+        contents: code.into_bytes(),
+    }]
+}
+
+#[test]
+fn tampered_reports_are_never_believed() {
+    let Some(py) = venv_python() else { return };
+    // A JUnit report cut in half: not a pass, and the result says why.
+    let cut = "    p = os.path.join(out, 'junit.xml')\n    data = open(p, 'rb').read()\n    \
+               open(p, 'wb').write(data[: len(data) // 2])";
+    let Some(r) = run(&py, tampering(cut), "tests/test_tamper.py") else {
+        return;
+    };
+    assert_eq!(r.outcome, Outcome::Error, "{:?}", r.message);
+    assert!(
+        r.message
+            .as_deref()
+            .is_some_and(|m| m.contains("JUnit report is unreadable")),
+        "{:?}",
+        r.message
+    );
+
+    // No JUnit report at all (removed), nor a coverage report: never "0 tests, passed".
+    let gone = "    for f in ('junit.xml', 'coverage.xml'):\n        os.remove(os.path.join(out, f))";
+    let r = run(&py, tampering(gone), "tests/test_tamper.py").unwrap();
+    assert_eq!(r.outcome, Outcome::Error, "{:?}", r.message);
+    assert!(r.tests.is_empty() && r.coverage.is_empty());
+
+    // The JUnit report stays; the coverage report is replaced by one naming files outside the
+    // repository, a path through `..`, and a symlink planted beside the sources: only the
+    // repository's own file is counted, and no host file is read.
+    let forged = r#"    os.symlink('/etc/shadow', os.path.join(os.getcwd(), 'src', 'calc', 'link.py'))
+    open(os.path.join(out, 'coverage.xml'), 'w').write('''<?xml version="1.0" ?>
+<coverage version="7"><sources><source></source></sources><packages><package name="x"><classes>
+<class name="a" filename="/etc/passwd"><lines><line number="1" hits="1"/></lines></class>
+<class name="b" filename="../../../../etc/hostname"><lines><line number="1" hits="1"/></lines></class>
+<class name="c" filename="src/calc/../../../outside.py"><lines><line number="2" hits="1"/></lines></class>
+<class name="d" filename="src/calc/__init__.py"><lines><line number="3" hits="1"/></lines></class>
+</classes></package></packages></coverage>''')"#;
+    let r = run(&py, tampering(forged), "tests/test_tamper.py").unwrap();
+    assert_eq!(r.outcome, Outcome::Passed, "{:?}", r.message);
+    let paths: Vec<&str> = r.coverage.iter().map(|c| c.path.as_str()).collect();
+    assert_eq!(paths, ["src/calc/__init__.py"], "{:?}", r.coverage);
+    // The forged report is the one read (the real one covers more than line 3).
+    assert_eq!(r.coverage[0].lines.iter().collect::<Vec<_>>(), [3]);
+    assert!(!project().join("src/calc/link.py").exists());
+}
