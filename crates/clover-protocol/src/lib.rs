@@ -12,19 +12,24 @@
 //!   duplicate id, newer schema);
 //! - [`RecordWriter`]: JSON Lines out, flushed per record, to stdout or atomically to a file
 //!   (`FILE.partial` renamed at the end), with `--resume` repair of a half-written last line;
-//! - [`Shard`]: the stable FNV-1a partition behind `--shard K/N`;
+//! - [`Shard`]: the stable FNV-1a partition behind `--shard K/N`, over each record's
+//!   [`Record::shard_key`];
+//! - [`ChunkOf`]: where a C++ chunk instance stands among its source's chunks, and the id of
+//!   the whole file its answer joins into;
 //! - [`StageArgs`], [`StageIo`], [`exit`] and [`finish_main`]: the flags, error policy, exit
 //!   codes and broken-pipe handling every stage binary shares.
 //!
 //! It deliberately knows nothing of how a stage does its work: no parsing of source code, no
 //! processes, no sandbox.
 
+mod chunks;
 mod jsonl;
 mod lines;
 mod records;
 mod shard;
 mod stage;
 
+pub use chunks::{ChunkOf, JOIN_APPEND};
 pub use jsonl::{
     is_special_file, partial_path, write_whole, Location, RecordError, RecordReader, RecordWriter,
     DEFAULT_MAX_LINE_BYTES,

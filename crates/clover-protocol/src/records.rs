@@ -4,6 +4,7 @@
 //! meaning bumps [`SCHEMA_VERSION`]; readers reject records from a newer version than they know.
 
 use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use crate::lines::LineRanges;
@@ -55,10 +56,19 @@ pub trait Record: Serialize + for<'de> Deserialize<'de> {
     fn kind(&self) -> RecordKind;
     /// The `schema_version` field as read from the wire.
     fn schema_version(&self) -> u32;
+    /// What `--shard` hashes: the id, except that the chunk instances of one C++ source and
+    /// their responses hash the id of their whole file ([`Instance::file_instance_id`],
+    /// [`Response::file_response_id`]), so a shard holds every chunk of the files it holds.
+    fn shard_key(&self) -> Cow<'_, str> {
+        Cow::Borrowed(self.id())
+    }
 }
 
 macro_rules! record {
     ($ty:ty, $kind:expr) => {
+        record!($ty, $kind, {});
+    };
+    ($ty:ty, $kind:expr, { $($extra:item)* }) => {
         impl Record for $ty {
             const KIND: RecordKind = $kind;
             fn id(&self) -> &str {
@@ -70,14 +80,23 @@ macro_rules! record {
             fn schema_version(&self) -> u32 {
                 self.schema_version
             }
+            $($extra)*
         }
     };
 }
 
 record!(Problem, RecordKind::Problem);
 record!(CalibratedProblem, RecordKind::CalibratedProblem);
-record!(Instance, RecordKind::Instance);
-record!(Response, RecordKind::Response);
+record!(Instance, RecordKind::Instance, {
+    fn shard_key(&self) -> Cow<'_, str> {
+        Cow::Borrowed(self.file_instance_id())
+    }
+});
+record!(Response, RecordKind::Response, {
+    fn shard_key(&self) -> Cow<'_, str> {
+        self.file_response_id()
+    }
+});
 record!(RunResult, RecordKind::RunResult);
 record!(ScoreRow, RecordKind::ScoreRow);
 record!(SftExample, RecordKind::SftExample);

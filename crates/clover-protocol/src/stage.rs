@@ -46,7 +46,8 @@ pub struct StageArgs {
     /// Keep the records already in the output file and skip their ids (needs -o).
     #[arg(long, requires = "output")]
     pub resume: bool,
-    /// Process only shard K of N (0-based): ids whose FNV-1a 64 hash mod N is K.
+    /// Process only shard K of N (0-based): ids whose FNV-1a 64 hash mod N is K (the chunks
+    /// of one C++ source go by the id of their whole file).
     #[arg(long, value_name = "K/N")]
     pub shard: Option<Shard>,
     /// What to do with a bad input record.
@@ -93,14 +94,14 @@ impl StageIo {
         })
     }
 
-    /// The next record of this shard, with its line number. Bad records are reported and
+    /// The next record of this shard (by [`Record::shard_key`]), with its line number. Bad records are reported and
     /// skipped, or end the stage with [`Stopped`], as the error policy says.
     pub fn next_record<T: Record>(&mut self) -> anyhow::Result<Option<(u64, T)>> {
         loop {
             match self.reader.next_record::<T>() {
                 None => return Ok(None),
                 Some(Ok((line, record))) => {
-                    if self.shard.is_some_and(|s| !s.contains(record.id())) {
+                    if self.shard.is_some_and(|s| !s.contains(&record.shard_key())) {
                         continue;
                     }
                     return Ok(Some((line, record)));
