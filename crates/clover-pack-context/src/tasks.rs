@@ -627,6 +627,16 @@ pub fn cpp_unit_test(input: &mut RepoInput, pool: &[Demo]) -> Result<Vec<Drafted
             };
             let mut scoring = BTreeMap::new();
             scoring.insert("focal_source".into(), json!(c.file_path));
+            // The ground truth's covered lines of the source, which score compares the
+            // candidate's with.
+            scoring.insert(
+                "focal_coverage".into(),
+                json!(rec
+                    .base
+                    .iter()
+                    .find(|f| f.path == c.file_path)
+                    .map(|f| &f.lines)),
+            );
             scoring.insert("chunk_index".into(), json!(index));
             scoring.insert("chunk_count".into(), json!(count));
             scoring.insert("join".into(), json!("append"));

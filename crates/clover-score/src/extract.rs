@@ -17,7 +17,7 @@
 //!    body's indentation, set by pack-context for `part` answers), or, when that is missing,
 //!    to the indentation the prefix's last line calls for (none for a whole file).
 
-use clover_protocol::{Language, Response, Task};
+use clover_protocol::{ExecSpec, Language, Response, Task};
 
 /// Why an answer yields no candidate (sandbox-run records it as outcome `no_code`).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -30,6 +30,8 @@ pub enum NoCode {
     NoCodeFound,
     #[error("no line of the answer fills the masked assertion `{masked_line}`")]
     NoPrediction { masked_line: String },
+    #[error("none of the {count} chunk answers of this source holds code")]
+    NoChunkCode { count: u32 },
 }
 
 /// A candidate test built from an answer.
@@ -354,14 +356,23 @@ pub fn assemble_candidate(response: &Response) -> Result<Candidate, NoCode> {
             c
         }
     };
-    let mut text = String::with_capacity(exec.prefix.len() + answer.len() + exec.suffix.len() + 1);
-    text.push_str(&exec.prefix);
-    if !exec.prefix.is_empty() && !exec.prefix.ends_with('\n') {
-        text.push('\n');
+    Ok(Candidate::between(exec, answer))
+}
+
+impl Candidate {
+    /// The candidate whose code is `answer`: the file is `exec.prefix`, a newline if the
+    /// prefix does not end with one, `answer`, `exec.suffix`.
+    pub(crate) fn between(exec: &ExecSpec, answer: String) -> Candidate {
+        let mut text =
+            String::with_capacity(exec.prefix.len() + answer.len() + exec.suffix.len() + 1);
+        text.push_str(&exec.prefix);
+        if !exec.prefix.is_empty() && !exec.prefix.ends_with('\n') {
+            text.push('\n');
+        }
+        text.push_str(&answer);
+        text.push_str(&exec.suffix);
+        Candidate { answer, text }
     }
-    text.push_str(&answer);
-    text.push_str(&exec.suffix);
-    Ok(Candidate { answer, text })
 }
 
 #[cfg(test)]

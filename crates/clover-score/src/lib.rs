@@ -8,7 +8,9 @@
 //! recovers the predicted operand by aligning the filled line with the masked assertion;
 //! Python code is re-indented to where it goes. The candidate file is
 //! `exec.prefix + answer + exec.suffix`. No code is an error, [`NoCode`], which sandbox-run
-//! records as outcome `no_code` — never a crash.
+//! records as outcome `no_code` — never a crash. The answers to the chunks of one C++ source
+//! are joined into one file by [`assemble_file`] (the rule pack-context records in
+//! `scoring.join`).
 //!
 //! **Run results → metrics** ([`Scorer`], [`verdict`]):
 //!
@@ -30,12 +32,16 @@
 //!   executable lines the ground truth covered: coverage.py never reports blank lines,
 //!   comments or the continuation lines of a statement, so these are what can be asked for),
 //!   else every line of `start_line..=end_line`.
-//! - C++: **compile rate** (anything but `compile_error`/`no_code`), **pass rate**, and
-//!   **focal coverage vs ground truth**: the share of the focal file's lines covered by the
-//!   ground truth (`scoring.focal_coverage`) that the candidate covers too.
+//! - C++ (one result per source file: sandbox-run joins the chunks' answers first, see
+//!   [`assemble_file`]): **compile rate** (a candidate was compiled: anything but
+//!   `compile_error`/`no_code`, and not a file missing a chunk's answer), **pass rate**,
+//!   **success rate** — passed *and* covered every line of the focal source that the ground
+//!   truth covers (`scoring.focal_coverage`, recorded by pack-context from calibrate), so a
+//!   trivial passing test is a pass but not a success — and **focal coverage vs ground
+//!   truth**: the share of those lines the candidate covers, averaged.
 //! - Every task: **no-code rate**.
 //! - **Context utilization** per model, task and repository, on the headline metric (RER,
-//!   success rate, pass rate): Δmax = max over budgets − PO, Δmin = min over budgets − PO.
+//!   success rate): Δmax = max over budgets − PO, Δmin = min over budgets − PO.
 //! - **LLM judge** ([`run_judge`]): pairwise, both orders, disagreement = tie, Wilson 95%
 //!   intervals.
 //!
@@ -49,6 +55,7 @@
 //! sandbox-run, and everything a metric needs travels in the records.
 
 mod extract;
+mod join;
 mod judge;
 mod metrics;
 mod pyexpr;
@@ -58,6 +65,7 @@ pub use extract::{
     align_prediction, assemble_candidate, code_blocks, extract_code, indent_after, predict_operand,
     reindent, Candidate, CodeBlock, NoCode,
 };
+pub use join::{assemble_file, JoinError, JoinedFile};
 pub use judge::{
     judge_messages, parse_choice, run_judge, wilson, Choice, Judge, JudgeItem, JudgeRow,
 };

@@ -78,7 +78,8 @@ pub struct Verdict {
     /// C++).
     pub executed: bool,
     /// Task I: RER; Task II: executed and used the target; Task III: executed and covered
-    /// every block; C++: passed.
+    /// every block; C++: passed and covered every line of the focal source the ground truth
+    /// covers (false when the instance does not carry the ground truth's lines).
     pub success: bool,
     /// Task I: the prediction equals the reference (whitespace outside strings aside).
     pub exact: Option<bool>,
@@ -225,11 +226,12 @@ pub fn verdict(r: &RunResult, task: Task) -> Verdict {
                     .is_some_and(|b| covers_blocks(&r.coverage, b));
         }
         Task::CppUnitTest => {
-            v.compiled = Some(!matches!(
-                r.outcome,
-                Outcome::CompileError | Outcome::NoCode
-            ));
-            v.success = passed;
+            // Compiled: a candidate went to the compiler and came through. A file whose
+            // chunk answers never all arrived has no candidate and was not compiled.
+            v.compiled = Some(
+                r.candidate.is_some()
+                    && !matches!(r.outcome, Outcome::CompileError | Outcome::NoCode),
+            );
             let path = r
                 .scoring
                 .get("focal_path")
@@ -242,6 +244,7 @@ pub fn verdict(r: &RunResult, task: Task) -> Verdict {
                     .map(|c| gt.iter().filter(|l| c.contains(*l)).count())
                     .unwrap_or(0);
                 v.focal_vs_gt = Some(hit as f64 / gt.len() as f64);
+                v.success = passed && hit == gt.len();
             }
         }
     }
@@ -298,6 +301,7 @@ impl Tally {
             Task::CppUnitTest => {
                 m.insert("compile_rate".into(), rate(self.compiled));
                 m.insert("pass_rate".into(), rate(self.executed));
+                m.insert("success_rate".into(), rate(self.success));
                 if self.focal_n > 0 {
                     m.insert(
                         "focal_coverage_vs_gt".into(),
@@ -315,8 +319,7 @@ impl Tally {
 pub fn headline_metric(task: Task) -> &'static str {
     match task {
         Task::AssertionCloze => "rer",
-        Task::TargetedTest | Task::CoverageTest => "success_rate",
-        Task::CppUnitTest => "pass_rate",
+        Task::TargetedTest | Task::CoverageTest | Task::CppUnitTest => "success_rate",
     }
 }
 
@@ -330,6 +333,7 @@ pub fn metric_names(task: Task) -> &'static [&'static str] {
         Task::CppUnitTest => &[
             "compile_rate",
             "pass_rate",
+            "success_rate",
             "focal_coverage_vs_gt",
             "no_code_rate",
         ],
@@ -567,13 +571,14 @@ mod tests {
         let v = verdict(&r, Task::CppUnitTest);
         assert_eq!((v.compiled, v.executed), (Some(true), false));
         assert_eq!(v.focal_vs_gt, Some(0.5));
-        let r = result(Task::CppUnitTest, Outcome::CompileError, "x", s);
+        let r = result(Task::CppUnitTest, Outcome::CompileError, "x", s.clone());
         let v = verdict(&r, Task::CppUnitTest);
         assert_eq!((v.compiled, v.focal_vs_gt), (Some(false), Some(0.0)));
         let mut t = Tally::default();
         t.add(&v);
         t.add(&Verdict {
             executed: true,
+            success: true,
             compiled: Some(true),
             focal_vs_gt: Some(1.0),
             ..Default::default()
@@ -581,6 +586,53 @@ mod tests {
         let m = t.metrics(Task::CppUnitTest);
         assert_eq!(m["compile_rate"], 0.5);
         assert_eq!(m["pass_rate"], 0.5);
+        assert_eq!(m["success_rate"], 0.5);
         assert_eq!(m["focal_coverage_vs_gt"], 0.5);
+    }
+
+    /// C++ success: passes and covers every focal line the ground truth covers; a trivial
+    /// passing test is a pass but no success.
+    #[test]
+    fn cpp_success_needs_the_ground_truths_lines() {
+        let s = json!({"focal_source": "src/ring_buffer.cc", "focal_coverage": [[1, 4], [10, 13]]});
+        let mut r = result(
+            Task::CppUnitTest,
+            Outcome::Passed,
+            "TEST(A, B) {}",
+            s.clone(),
+        );
+        r.coverage = vec![cov("src/ring_buffer.cc", (1..=4).chain(9..=13))];
+        let v = verdict(&r, Task::CppUnitTest);
+        assert_eq!(
+            (v.executed, v.success, v.focal_vs_gt),
+            (true, true, Some(1.0))
+        );
+        r.coverage = vec![cov("src/ring_buffer.cc", (1..=4).chain(10..=12))];
+        let v = verdict(&r, Task::CppUnitTest);
+        assert_eq!(
+            (v.executed, v.success, v.focal_vs_gt),
+            (true, false, Some(0.875))
+        );
+        r.coverage = vec![cov("src/other.cc", 1..=13)];
+        assert!(
+            !verdict(&r, Task::CppUnitTest).success,
+            "another file's lines"
+        );
+        // Without the ground truth's lines nothing can be claimed.
+        let mut r = result(
+            Task::CppUnitTest,
+            Outcome::Passed,
+            "TEST(A, B) {}",
+            json!({"focal_source": "src/ring_buffer.cc"}),
+        );
+        r.coverage = vec![cov("src/ring_buffer.cc", 1..=13)];
+        let v = verdict(&r, Task::CppUnitTest);
+        assert_eq!((v.executed, v.success, v.focal_vs_gt), (true, false, None));
+        // A file whose chunk answers did not all arrive: an error with no candidate, never
+        // compiled.
+        let mut r = result(Task::CppUnitTest, Outcome::Error, "", s);
+        r.candidate = None;
+        r.answer = None;
+        assert_eq!(verdict(&r, Task::CppUnitTest).compiled, Some(false));
     }
 }
