@@ -4,7 +4,9 @@
 //! as one [`Response`](clover_protocol::Response) with id `<instance id>@<model name>`:
 //!
 //! - [`Model::Oracle`] answers with the instance's `reference` (the ground truth): the
-//!   benchmark's consistency check, which must score at or near 100%;
+//!   benchmark's consistency check, which must score at or near 100%. The chunks of a C++
+//!   source share the whole test file as their reference and their answers are appended into
+//!   one file, so the oracle answers the first chunk with it and the others with nothing;
 //! - [`Model::Baseline`] answers trivially ([`Baseline::CopyOperand`], [`Baseline::AssertTrue`])
 //!   so a report shows that the metrics tell a real answer from a vacuous one;
 //! - [`Model::OpenAi`] asks any OpenAI-compatible chat-completions server (vLLM, llama.cpp
@@ -17,7 +19,8 @@
 //! A model that gives no answer still yields a response: `text` is empty and `error` says why,
 //! so nothing is dropped and sandbox-run records it as `no_code`. Responses come out in input
 //! order whatever the concurrency, so a run is reproducible byte for byte with a deterministic
-//! model; `--resume` skips response ids already written and `--shard` splits by instance id.
+//! model; `--resume` skips response ids already written and `--shard` splits by instance id
+//! (the chunks of one C++ source by the id of their whole file, so they stay together).
 //!
 //! Each response carries the instance's `exec` and `scoring`, unchanged, on to the later
 //! stages.
@@ -30,8 +33,8 @@ mod openai;
 mod run;
 
 pub use model::{
-    baseline_answer, prompt_messages, task_name, AnswerError, Baseline, CommandModel, Model,
-    SamplingPlan,
+    baseline_answer, oracle_answer, prompt_messages, task_name, AnswerError, Baseline,
+    CommandModel, Model, SamplingPlan,
 };
 pub use openai::{parse_completion, ChatClient, ChatConfig, ChatError, Sampling};
 pub use run::{generate, respond, response_id, Summary};

@@ -6,7 +6,7 @@ use std::io::{Read, Write};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use clover_protocol::{Instance, Message, Task};
+use clover_protocol::{Instance, Message, Task, JOIN_APPEND};
 
 use crate::openai::{ChatClient, ChatError, Sampling};
 
@@ -20,7 +20,8 @@ pub enum Baseline {
     /// `assert a == <MASK>` into `assert a == a`. Other tasks: as [`Baseline::AssertTrue`].
     CopyOperand,
     /// Task I: `True`. Task II/III: the ground truth's declaration with the body
-    /// `assert True` (runs, uses nothing). C++: one `EXPECT_TRUE(true)` test.
+    /// `assert True` (runs, uses nothing). C++: one `EXPECT_TRUE(true)` test per chunk
+    /// (compiles and passes, covers nothing).
     AssertTrue,
 }
 
@@ -98,7 +99,7 @@ impl Model {
     /// Answers one instance.
     pub fn answer(&self, instance: &Instance) -> Result<String, AnswerError> {
         match self {
-            Model::Oracle => Ok(instance.reference.clone()),
+            Model::Oracle => Ok(oracle_answer(instance)),
             Model::Baseline(b) => Ok(baseline_answer(*b, instance)),
             Model::OpenAi { client, sampling } => {
                 let messages = prompt_messages(instance);
@@ -121,6 +122,16 @@ pub fn prompt_messages(instance: &Instance) -> Vec<Message> {
     }
 }
 
+/// The ground truth as the answer. The chunks of a C++ source share one reference, the whole
+/// test file, and their answers are appended into one file (`scoring.join`), so the oracle
+/// gives it once, as the answer to the first chunk, and answers the others with nothing.
+pub fn oracle_answer(instance: &Instance) -> String {
+    match instance.chunk() {
+        Some(c) if c.join == JOIN_APPEND && c.index > 0 => String::new(),
+        _ => instance.reference.clone(),
+    }
+}
+
 fn scoring_str<'a>(instance: &'a Instance, key: &str) -> Option<&'a str> {
     instance.scoring.get(key).and_then(|v| v.as_str())
 }
@@ -133,9 +144,12 @@ pub fn baseline_answer(baseline: Baseline, instance: &Instance) -> String {
             .unwrap_or("True")
             .to_string(),
         (_, Task::AssertionCloze) => "True".into(),
-        (_, Task::CppUnitTest) => {
-            "TEST(CloverBaseline, Trivial) {\n  EXPECT_TRUE(true);\n}\n".into()
-        }
+        // One test per chunk, named after it, so the chunks' answers appended into one
+        // file do not define the same test twice.
+        (_, Task::CppUnitTest) => format!(
+            "#include <gtest/gtest.h>\n\nTEST(CloverBaseline, Chunk{}) {{\n  EXPECT_TRUE(true);\n}}\n",
+            instance.chunk().map_or(0, |c| c.index)
+        ),
         (_, Task::TargetedTest | Task::CoverageTest) => {
             let part = instance.answer_format == "part"
                 || scoring_str(instance, "answer_format") == Some("part");
@@ -299,6 +313,35 @@ mod tests {
         let mut i = instance(Task::CoverageTest, "x = 1\nassert x\n");
         i.answer_format = "part".into();
         assert_eq!(baseline_answer(Baseline::AssertTrue, &i), "assert True\n");
+    }
+
+    /// The chunks of a C++ source are appended into one file: the oracle's whole-file
+    /// reference must arrive once, and the baseline's tests must not collide.
+    #[test]
+    fn cpp_chunks_join_into_one_valid_file() {
+        let chunk = |index: u32| {
+            let mut i = instance(Task::CppUnitTest, "TEST(A, B) {}\n");
+            i.id = format!("r/src/a.cc#cpp_unit_test#po#{index}");
+            i.scoring = serde_json::from_value(serde_json::json!(
+                {"chunk_index": index, "chunk_count": 2, "join": "append"}))
+            .unwrap();
+            i
+        };
+        let (first, second) = (chunk(0), chunk(1));
+        assert_eq!(Model::Oracle.answer(&first).unwrap(), "TEST(A, B) {}\n");
+        assert_eq!(Model::Oracle.answer(&second).unwrap(), "");
+        let whole = instance(Task::CppUnitTest, "TEST(A, B) {}\n");
+        assert_eq!(Model::Oracle.answer(&whole).unwrap(), "TEST(A, B) {}\n");
+        let (a, b) = (
+            baseline_answer(Baseline::CopyOperand, &first),
+            baseline_answer(Baseline::CopyOperand, &second),
+        );
+        assert!(a.contains("\nTEST(CloverBaseline, Chunk0)"), "{a}");
+        assert!(b.contains("\nTEST(CloverBaseline, Chunk1)"), "{b}");
+        assert!(
+            a.starts_with("#include <gtest/gtest.h>\n"),
+            "it compiles on its own: {a}"
+        );
     }
 
     #[test]
