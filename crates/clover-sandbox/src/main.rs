@@ -93,6 +93,13 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     let mut io = StageIo::open(TOOL, &cli.stage).context("opening input and output")?;
     let summary = run_responses(&mut io, &runner, jobs, cli.stage.on_error)?;
+    if summary.incomplete > 0 {
+        eprintln!(
+            "{TOOL}: warning: {} C++ source(s) missed the response to a chunk; their results \
+             have outcome `error` and say which chunks",
+            summary.incomplete
+        );
+    }
     let outcomes: Vec<String> = summary
         .outcomes
         .iter()

@@ -5,8 +5,13 @@
 //! (the scorer must agree on what "the model's code" is); no code ⇒ outcome `no_code`.
 //! Python candidates run under pytest with coverage of the repository's source folders;
 //! C++ candidates are compiled and run as GoogleTest binaries ([`crate::gtest`]).
+//!
+//! The exception to "one result per response": the responses to the chunks of one C++ source
+//! are joined into one test file (`clover_score::assemble_file`), which is compiled, run and
+//! measured once, with one result under the file's id ([`run_responses`] says how the stream
+//! holds them).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::sync::{mpsc, Arc, Mutex};
@@ -54,6 +59,8 @@ pub enum ResponseError {
     #[error("invalid candidate path `{0}`: it must be relative to the repository, without `..`")]
     BadPath(String),
     #[error(transparent)]
+    Join(#[from] clover_score::JoinError),
+    #[error(transparent)]
     Library(#[from] LibraryError),
     #[error(transparent)]
     Sandbox(#[from] SandboxError),
@@ -90,19 +97,75 @@ impl<'a> ResponseRunner<'a> {
         })
     }
 
-    /// Runs one response's candidate and says what happened.
+    /// Runs one response's candidate and says what happened. (The chunks of a C++ source are
+    /// run together, by [`ResponseRunner::run_file`].)
     pub fn run(&self, response: &Response) -> Result<RunResult, ResponseError> {
         let started = Instant::now();
-        let name = if response.exec.repo.is_empty() {
-            &response.repo
-        } else {
-            &response.exec.repo
+        self.execute(
+            response,
+            clover_score::assemble_candidate(response),
+            started,
+        )
+    }
+
+    /// Joins the responses to the chunks of one C++ source into one test file
+    /// ([`clover_score::assemble_file`]) and runs it: one result for the whole file, with id
+    /// [`Response::file_response_id`] and instance id [`Response::file_instance_id`]. Its
+    /// `scoring` is the chunks' without `chunk_index`, plus `chunk_instance_ids` (in chunk
+    /// order) and, when some chunk's answer held no code, `chunks_without_code` (their
+    /// indices). A chunk whose response is not among `chunks` makes a result with outcome
+    /// `error` that says which, and nothing runs.
+    pub fn run_file(&self, chunks: &[Response]) -> Result<RunResult, ResponseError> {
+        let started = Instant::now();
+        let mut sorted: Vec<&Response> = chunks.iter().collect();
+        sorted.sort_by_key(|r| r.chunk().map(|c| c.index));
+        let Some(first) = sorted.first() else {
+            return Err(ResponseError::Join(clover_score::JoinError::Inconsistent(
+                "no chunk at all".into(),
+            )));
         };
-        let repo = self.repos.get(name).ok_or_else(|| {
-            ResponseError::UnknownRepo(clover_manifest::unknown_repo(name, &self.configs))
-        })?;
-        let cfg = &repo.config;
-        let mut result = RunResult {
+        let mut file = Response {
+            id: first.file_response_id().into_owned(),
+            instance_id: first.file_instance_id().to_string(),
+            text: String::new(),
+            error: None,
+            ..(*first).clone()
+        };
+        file.scoring.remove("chunk_index");
+        file.scoring.insert(
+            "chunk_instance_ids".into(),
+            serde_json::json!(sorted.iter().map(|r| &r.instance_id).collect::<Vec<_>>()),
+        );
+        match clover_score::assemble_file(&sorted) {
+            Ok(joined) => {
+                if !joined.without_code.is_empty() {
+                    file.scoring.insert(
+                        "chunks_without_code".into(),
+                        serde_json::json!(joined
+                            .without_code
+                            .iter()
+                            .map(|(i, _)| i)
+                            .collect::<Vec<_>>()),
+                    );
+                }
+                self.execute(&file, joined.candidate, started)
+            }
+            Err(e @ clover_score::JoinError::Missing { .. }) => {
+                let mut result = self.blank_result(&file)?;
+                result.outcome = Outcome::Error;
+                result.message = Some(format!("incomplete file: {e}"));
+                result.duration_secs = started.elapsed().as_secs_f64();
+                Ok(result)
+            }
+            Err(e) => Err(ResponseError::Join(e)),
+        }
+    }
+
+    /// The result of `response` before anything ran (outcome `no_code`), once its repository
+    /// is known to be one of ours.
+    fn blank_result(&self, response: &Response) -> Result<RunResult, ResponseError> {
+        self.repo_of(response)?;
+        Ok(RunResult {
             kind: RecordKind::RunResult,
             schema_version: SCHEMA_VERSION,
             id: response.id.clone(),
@@ -124,8 +187,31 @@ impl<'a> ResponseRunner<'a> {
             stderr_tail: String::new(),
             scoring: response.scoring.clone(),
             duration_secs: 0.0,
+        })
+    }
+
+    fn repo_of(&self, response: &Response) -> Result<&Repo, ResponseError> {
+        let name = if response.exec.repo.is_empty() {
+            &response.repo
+        } else {
+            &response.exec.repo
         };
-        let candidate = match clover_score::assemble_candidate(response) {
+        self.repos.get(name).ok_or_else(|| {
+            ResponseError::UnknownRepo(clover_manifest::unknown_repo(name, &self.configs))
+        })
+    }
+
+    /// Runs `candidate` (or records why there is none) as `response`'s result.
+    fn execute(
+        &self,
+        response: &Response,
+        candidate: Result<clover_score::Candidate, clover_score::NoCode>,
+        started: Instant,
+    ) -> Result<RunResult, ResponseError> {
+        let repo = self.repo_of(response)?;
+        let cfg = &repo.config;
+        let mut result = self.blank_result(response)?;
+        let candidate = match candidate {
             Ok(c) => c,
             Err(no_code) => {
                 result.message = Some(no_code.to_string());
@@ -222,12 +308,75 @@ pub struct Summary {
     pub skipped: u64,
     /// Results by outcome.
     pub outcomes: BTreeMap<String, u64>,
+    /// C++ sources some of whose chunk responses never came (each has a result with outcome
+    /// `error`).
+    pub incomplete: u64,
+}
+
+/// What a worker runs: one response, or the responses to every chunk of one C++ source.
+#[derive(Debug)]
+enum Job {
+    One(Response),
+    File(Vec<Response>),
+}
+
+/// The chunk responses of C++ sources whose other chunks have not arrived yet.
+#[derive(Debug, Default)]
+struct OpenFiles {
+    /// File response id → arrival number of its first chunk.
+    by_id: HashMap<String, u64>,
+    /// Arrival number → (line of the first chunk, file response id, chunks so far).
+    files: BTreeMap<u64, (u64, String, Vec<Response>)>,
+    arrivals: u64,
+}
+
+impl OpenFiles {
+    /// Adds a chunk response; returns the file's job once every chunk is there.
+    fn add(
+        &mut self,
+        line: u64,
+        id: String,
+        count: u32,
+        r: Response,
+    ) -> Option<(u64, String, Job)> {
+        let arrival = *self.by_id.entry(id.clone()).or_insert_with(|| {
+            self.arrivals += 1;
+            self.arrivals
+        });
+        let entry = self
+            .files
+            .entry(arrival)
+            .or_insert_with(|| (line, id, Vec::new()));
+        entry.2.push(r);
+        if entry.2.len() < count as usize {
+            return None;
+        }
+        let (line, id, chunks) = self.files.remove(&arrival).expect("just added");
+        self.by_id.remove(&id);
+        Some((line, id, Job::File(chunks)))
+    }
+
+    /// Every file still open, in the order its first chunk came: each misses a chunk.
+    fn drain(&mut self) -> impl Iterator<Item = (u64, String, Job)> {
+        self.by_id.clear();
+        std::mem::take(&mut self.files)
+            .into_values()
+            .map(|(line, id, chunks)| (line, id, Job::File(chunks)))
+    }
 }
 
 /// Runs every response of `io`'s input with `jobs` runs at once and writes the results in
-/// input order. At most `4 × jobs` responses are in flight or waiting to be written, so
-/// memory stays flat however many records there are. A response that cannot be run is
-/// reported with its line and id; with [`OnError::Stop`] the stage then stops.
+/// input order. At most `4 × jobs` runs are in flight or waiting to be written, so memory
+/// stays flat however many records there are. A response that cannot be run is reported
+/// with its line and id; with [`OnError::Stop`] the stage then stops.
+///
+/// The responses to the chunks of one C++ source (see [`clover_protocol::ChunkOf`]) are held
+/// until all have arrived and then run as one file, with one result
+/// ([`ResponseRunner::run_file`]) written where the last chunk stood. Only files whose chunks
+/// are still coming are held: in pack-context's order, or in a sorted join of shards, that is
+/// one file at a time. At the end of the input a file that misses a chunk gets a result with
+/// outcome `error` naming the missing chunks. `--resume` and `--shard` go by the file's result
+/// id, so a shard always holds every chunk of its files.
 pub fn run_responses(
     io: &mut StageIo,
     runner: &ResponseRunner,
@@ -240,7 +389,7 @@ pub fn run_responses(
     let mut summary = Summary::default();
     type Done = (u64, u64, String, Result<RunResult, ResponseError>);
     std::thread::scope(|scope| {
-        let (job_tx, job_rx) = mpsc::sync_channel::<(u64, u64, Response)>(window as usize);
+        let (job_tx, job_rx) = mpsc::sync_channel::<(u64, u64, String, Job)>(window as usize);
         let job_rx = Arc::new(Mutex::new(job_rx));
         let unstarted = Arc::clone(&job_rx);
         let (done_tx, done_rx) = mpsc::channel::<Done>();
@@ -249,38 +398,54 @@ pub fn run_responses(
             let done_tx = done_tx.clone();
             scope.spawn(move || loop {
                 let job = job_rx.lock().expect("no worker panics").recv();
-                let Ok((seq, line, response)) = job else {
+                let Ok((seq, line, id, job)) = job else {
                     break;
                 };
-                let r = runner.run(&response);
-                if done_tx.send((seq, line, response.id, r)).is_err() {
+                let r = match &job {
+                    Job::One(response) => runner.run(response),
+                    Job::File(chunks) => runner.run_file(chunks),
+                };
+                if done_tx.send((seq, line, id, r)).is_err() {
                     break;
                 }
             });
         }
         drop(done_tx);
-        let mut job_tx = Some(job_tx);
         let (mut sent, mut written) = (0u64, 0u64);
+        let mut open = OpenFiles::default();
+        let mut ready: VecDeque<(u64, String, Job)> = VecDeque::new();
+        let mut input_done = false;
         let mut pending: HashMap<u64, (u64, String, Result<RunResult, ResponseError>)> =
             HashMap::new();
         let result = (|| -> anyhow::Result<()> {
             loop {
-                while job_tx.is_some() && sent - written < window {
-                    match io.next_record::<Response>()? {
-                        None => job_tx = None,
-                        Some((line, response)) => {
-                            if io.is_done(&response.id) {
-                                summary.skipped += 1;
-                                continue;
-                            }
-                            if let Some(tx) = &job_tx {
-                                tx.send((sent, line, response))?;
-                            }
-                            sent += 1;
-                        }
+                while sent - written < window {
+                    if let Some((line, id, job)) = ready.pop_front() {
+                        job_tx.send((sent, line, id, job))?;
+                        sent += 1;
+                        continue;
+                    }
+                    if input_done {
+                        break;
+                    }
+                    let Some((line, response)) = io.next_record::<Response>()? else {
+                        input_done = true;
+                        let before = ready.len();
+                        ready.extend(open.drain());
+                        summary.incomplete += (ready.len() - before) as u64;
+                        continue;
+                    };
+                    let id = response.file_response_id().into_owned();
+                    if io.is_done(&id) {
+                        summary.skipped += 1;
+                        continue;
+                    }
+                    match response.chunk() {
+                        None => ready.push_back((line, id, Job::One(response))),
+                        Some(chunk) => ready.extend(open.add(line, id, chunk.count, response)),
                     }
                 }
-                if job_tx.is_none() && written == sent {
+                if input_done && ready.is_empty() && written == sent {
                     return Ok(());
                 }
                 let (seq, line, id, r) = done_rx.recv()?;
