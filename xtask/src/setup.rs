@@ -4,7 +4,7 @@
 //!   GNU parallel and make (the scaling examples of `docs/examples`)
 //!   through `apt-get` when running as root; without root, a message naming what to install;
 //! - a Python virtual environment at `target/clover-venv` with pinned pytest, pytest-cov,
-//!   coverage and sentencepiece (the tokenizer reference);
+//!   coverage, and sentencepiece and tokenizers (the tokenizer references);
 //! - the Mistral-7B tokenizer model from the PyPI package `mistral-common`, checked by sha256
 //!   and cached at `target/clover-data/tokenizer.model.v1`.
 
@@ -21,6 +21,11 @@ const PYTHON_PACKAGES: &[&str] = &[
     "coverage==7.17.3",
     "sentencepiece==0.2.3",
 ];
+
+/// Installed without their dependencies, which only fetch from the Hugging Face hub and would
+/// add pytest plugins (anyio) to the environment: `tokenizers`, the reference for
+/// `tokenizer.json` files in clover-pack-context's tests.
+const PYTHON_PACKAGES_NO_DEPS: &[&str] = &["tokenizers==0.23.3"];
 
 /// Debian packages: (package, a file it installs that tells it is there).
 const DEBIAN_PACKAGES: &[(&str, &str)] = &[
@@ -137,7 +142,10 @@ pub fn base_python() -> String {
 fn python_env(venv: &Path) -> Result<PathBuf> {
     let python = venv.join("bin/python");
     let stamp = venv.join("clover-requirements.txt");
-    let wanted = PYTHON_PACKAGES.join("\n") + "\n";
+    let wanted = [PYTHON_PACKAGES, PYTHON_PACKAGES_NO_DEPS]
+        .concat()
+        .join("\n")
+        + "\n";
     if python.exists() && std::fs::read_to_string(&stamp).ok().as_deref() == Some(&wanted) {
         eprintln!("up to date: {}", venv.display());
         return Ok(python);
@@ -149,6 +157,12 @@ fn python_env(venv: &Path) -> Result<PathBuf> {
     }
     let mut args = vec!["-m", "pip", "install", "-q", "--disable-pip-version-check"];
     args.extend(PYTHON_PACKAGES.iter().copied());
+    duct::cmd(&python, &args)
+        .run()
+        .context("pip install into the test environment failed")?;
+    let mut args = vec!["-m", "pip", "install", "-q", "--disable-pip-version-check"];
+    args.push("--no-deps");
+    args.extend(PYTHON_PACKAGES_NO_DEPS.iter().copied());
     duct::cmd(&python, &args)
         .run()
         .context("pip install into the test environment failed")?;

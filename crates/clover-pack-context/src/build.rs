@@ -144,12 +144,17 @@ impl<'t> Packer<'t> {
                 .filter(|f| !draft.required.iter().any(|r| r.path == f.path))
                 .cloned()
                 .collect();
+            let mut counts = None;
             for &setting in &self.options.settings_for(draft.task) {
                 let id = draft.instance_id(setting);
                 if !want(&id) {
                     continue;
                 }
-                match draft.realize(setting, &files, self.tokenizer)? {
+                let counts = match &counts {
+                    Some(c) => c,
+                    None => counts.insert(draft.counts(self.tokenizer)?),
+                };
+                match draft.realize_counted(setting, &files, self.tokenizer, counts)? {
                     Some(instance) => {
                         let task = serde_json::to_value(instance.task)
                             .ok()

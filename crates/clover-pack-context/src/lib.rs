@@ -53,7 +53,7 @@ use clover_manifest::RepoConfig;
 use clover_protocol::{CalibratedProblem, Instance, Shard, StageArgs, StageIo, Task};
 
 pub use build::{PackError, Packer, Summary};
-pub use pack::Draft;
+pub use pack::{Draft, DraftCounts};
 pub use prompt::{code_block, fence, file_block};
 pub use rng::{Rng, WeightedDraws};
 pub use setting::{parse_settings, Setting};

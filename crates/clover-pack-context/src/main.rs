@@ -60,8 +60,9 @@ struct Args {
     #[arg(long, default_value_t = 3000, value_name = "TOKENS")]
     shot_max_tokens: usize,
     /// Tokenizer that counts tokens: `mistral` (default: the Mistral-7B SentencePiece model
-    /// from `cargo xtask setup`, or CLOVER_TOKENIZER), `cl100k`, `o200k`, or a path to a
-    /// SentencePiece `.model`, a `tokenizer.json` or a `.tiktoken` file.
+    /// from `cargo xtask setup`, or CLOVER_TOKENIZER), `cl100k` or `o200k` (OpenAI's, built
+    /// in), or a path to a SentencePiece `.model`, a Hugging Face `tokenizer.json` or a
+    /// `.tiktoken` rank file.
     #[arg(long, default_value = "mistral", value_name = "SPEC")]
     tokenizer: String,
     /// Output instances, or supervised fine-tuning examples.

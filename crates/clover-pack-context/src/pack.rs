@@ -6,16 +6,38 @@
 //! when the count of the joined text runs over the budget (token boundaries between blocks can
 //! merge differently than in the blocks counted apart), the last optional file is taken out
 //! until it fits, so an instance never exceeds its setting.
+//!
+//! The exact count of a joined prompt is the sum of its parts' counts where the tokenizer's
+//! line-break rule allows it (see [`crate::tokenizer`]): every part ends with a line break and
+//! starts with a visible character, so with the Mistral model and cl100k/o200k the parts are
+//! counted once per draft (files once per repository) and never again. Where the rule does not
+//! hold, the joined text is counted.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use clover_protocol::{ExecSpec, Instance, RecordKind, Task, SCHEMA_VERSION};
 
-use crate::prompt::{assemble, context_header};
+use crate::prompt::{assemble, context_header, PROMPT_JOIN};
 use crate::setting::Setting;
 use crate::source::SourceFile;
 use crate::tokenizer::{Tokenizer, TokenizerError};
+
+/// The token counts of a draft's fixed parts. Counts "after a line break" are what a part
+/// adds to a text ending in `\n` ([`Tokenizer::count_after_newline`]); `None` where the
+/// tokenizer's rule does not apply.
+#[derive(Debug, Clone)]
+pub struct DraftCounts {
+    /// The system message and the blank line after it, alone: the start of every prompt.
+    head: usize,
+    /// The context header alone (what the budget sets aside for it) and after a line break.
+    header_alone: usize,
+    header_after: Option<usize>,
+    problem_after: Option<usize>,
+    instruction_after: Option<usize>,
+    /// The exact count of the prompt without context files.
+    bare: usize,
+}
 
 /// Everything about an instance except its context: the same for every setting.
 #[derive(Debug, Clone)]
@@ -67,6 +89,63 @@ impl Draft {
         user
     }
 
+    /// The token counts of this draft's own parts, which every setting shares.
+    pub fn counts(&self, tokenizer: &Tokenizer) -> Result<DraftCounts, TokenizerError> {
+        let header = context_header(&self.repo);
+        let mut head = self.system.clone();
+        head.push_str(PROMPT_JOIN);
+        let mut counts = DraftCounts {
+            head: tokenizer.count(&head)?,
+            header_alone: tokenizer.count(&header)?,
+            header_after: tokenizer.count_after_newline(&header)?,
+            problem_after: tokenizer.count_after_newline(&self.problem_section)?,
+            instruction_after: tokenizer.count_after_newline(&self.instruction)?,
+            bare: 0,
+        };
+        let (bare, _) = assemble(&self.system, &self.user_message(&[]));
+        counts.bare = self.prompt_tokens(&bare, &[], &counts, tokenizer)?;
+        Ok(counts)
+    }
+
+    /// The exact token count of `prompt`, which is this draft's prompt with `files`: the sum of
+    /// the parts' counts when the tokenizer's line-break rule holds at every joint, else a count
+    /// of the whole text.
+    fn prompt_tokens(
+        &self,
+        prompt: &str,
+        files: &[Arc<SourceFile>],
+        counts: &DraftCounts,
+        tokenizer: &Tokenizer,
+    ) -> Result<usize, TokenizerError> {
+        let header = context_header(&self.repo);
+        let mut parts: Vec<(&str, Option<usize>)> = Vec::with_capacity(files.len() + 3);
+        if !files.is_empty() {
+            parts.push((&header, counts.header_after));
+            parts.extend(files.iter().map(|f| (f.block.as_str(), f.after_newline)));
+        }
+        parts.push((&self.problem_section, counts.problem_after));
+        parts.push((&self.instruction, counts.instruction_after));
+        // The head (`system` and the blank line) ends with a line break.
+        let mut total = counts.head;
+        let mut after_newline = true;
+        for (text, tokens) in parts {
+            if text.is_empty() {
+                continue;
+            }
+            match tokens {
+                Some(n) if after_newline => total += n,
+                _ => return tokenizer.count(prompt),
+            }
+            after_newline = text.ends_with('\n');
+        }
+        debug_assert_eq!(
+            total,
+            tokenizer.count(prompt)?,
+            "the count by parts differs from the count of the prompt"
+        );
+        Ok(total)
+    }
+
     /// Builds the instance for `setting`, taking optional context files from `ordered` (tiers
     /// already in fill order, required files left out). `None` when even the required files
     /// do not fit.
@@ -76,20 +155,30 @@ impl Draft {
         ordered: &[Arc<SourceFile>],
         tokenizer: &Tokenizer,
     ) -> Result<Option<Instance>, TokenizerError> {
+        self.realize_counted(setting, ordered, tokenizer, &self.counts(tokenizer)?)
+    }
+
+    /// [`Draft::realize`] with the draft's [`Draft::counts`] made beforehand, for a draft that
+    /// is realized in several settings.
+    pub fn realize_counted(
+        &self,
+        setting: Setting,
+        ordered: &[Arc<SourceFile>],
+        tokenizer: &Tokenizer,
+        counts: &DraftCounts,
+    ) -> Result<Option<Instance>, TokenizerError> {
         let Some(length) = setting.length() else {
             let (prompt, messages) = assemble(&self.system, &self.user_message(&[]));
-            let prompt_tokens = tokenizer.count(&prompt)?;
             return Ok(Some(self.instance(
                 setting,
                 prompt,
                 messages,
-                prompt_tokens,
+                counts.bare,
                 &[],
             )));
         };
         let limit = (length as usize).saturating_sub(self.reserve as usize);
-        let (bare, _) = assemble(&self.system, &self.user_message(&[]));
-        let bare_tokens = tokenizer.count(&bare)? + tokenizer.count(&context_header(&self.repo))?;
+        let bare_tokens = counts.bare + counts.header_alone;
         let Some(mut room) = limit.checked_sub(bare_tokens) else {
             return Ok(None);
         };
@@ -109,7 +198,7 @@ impl Draft {
         }
         loop {
             let (prompt, messages) = assemble(&self.system, &self.user_message(&chosen));
-            let prompt_tokens = tokenizer.count(&prompt)?;
+            let prompt_tokens = self.prompt_tokens(&prompt, &chosen, counts, tokenizer)?;
             if prompt_tokens <= limit {
                 return Ok(Some(self.instance(
                     setting,
@@ -165,6 +254,7 @@ mod tests {
         Arc::new(SourceFile {
             path: path.into(),
             tokens: tok.count(&block).unwrap(),
+            after_newline: tok.count_after_newline(&block).unwrap(),
             text,
             block,
         })

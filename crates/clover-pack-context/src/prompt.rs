@@ -65,9 +65,12 @@ pub fn system_message(language: Language) -> &'static str {
     }
 }
 
+/// What joins the system message and the user message in the plain-text prompt.
+pub const PROMPT_JOIN: &str = "\n\n";
+
 /// The plain-text prompt and the chat messages for one instance.
 pub fn assemble(system: &str, user: &str) -> (String, Vec<Message>) {
-    let prompt = format!("{system}\n\n{user}");
+    let prompt = format!("{system}{PROMPT_JOIN}{user}");
     let messages = vec![
         Message {
             role: "system".into(),

@@ -20,6 +20,9 @@ pub struct SourceFile {
     pub block: String,
     /// Tokens in `block` counted on its own.
     pub tokens: usize,
+    /// Tokens `block` adds after a line break, where the tokenizer's rule gives it
+    /// ([`Tokenizer::count_after_newline`]).
+    pub after_newline: Option<usize>,
 }
 
 /// The files of one repository that prompts have needed so far.
@@ -57,12 +60,14 @@ impl<'t> RepoSources<'t> {
             Ok(text) => {
                 let block = file_block(path, self.language, &text);
                 let tokens = self.tokenizer.count(&block)?;
+                let after_newline = self.tokenizer.count_after_newline(&block)?;
                 self.bytes_counted += block.len() as u64;
                 Some(Arc::new(SourceFile {
                     path: path.to_string(),
                     text,
                     block,
                     tokens,
+                    after_newline,
                 }))
             }
             Err(why) => {

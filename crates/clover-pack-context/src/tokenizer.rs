@@ -4,14 +4,49 @@
 //! `mistral-common`), which `cargo xtask setup` caches and checks by hash. It is read directly
 //! by kitoken: no Python, no conversion step, nothing downloaded at run time. A test proves
 //! that the ids equal those of the reference SentencePiece implementation, token for token.
+//! `cl100k` and `o200k` are OpenAI's encodings, through `tiktoken-rs` (OpenAI's own Rust core
+//! of tiktoken, with the rank files compiled in, so they need no download either); any other
+//! SentencePiece `.model`, Hugging Face `tokenizer.json` or `.tiktoken` rank file is read by
+//! kitoken.
 //!
 //! Counts never include the BOS/EOS tokens a model adds around a sequence, and text that looks
-//! like a control token (`<s>`, `</s>`) is counted as the text it is: source code can hold
-//! such strings, and a model reads them as text.
+//! like a control token (`<s>`, `</s>`, `<|endoftext|>`) is counted as the text it is: source
+//! code can hold such strings, and a model reads them as text.
+//!
+//! # Counting a prompt by its parts
+//!
+//! A prompt is the same few large parts (whole source files) joined in many combinations, and
+//! counting every joined prompt again was most of pack-context's time. For some tokenizers the
+//! count of a join is the sum of the parts' counts, exactly, at a line break:
+//!
+//! > if `a` ends with `\n` and `b` starts with a character that is neither whitespace nor `/`,
+//! > then `count(a + b) = count(a) + count("\n" + b) − count("\n")`.
+//!
+//! [`Tokenizer::count_after_newline`] gives the second term; it is `None` when the rule is not
+//! known to hold for the tokenizer or for `b`, and the caller counts the joined text instead.
+//! Why it holds:
+//!
+//! - **SentencePiece BPE** with the identity normalizer, no whitespace collapsing, and no
+//!   piece that holds a line break (Mistral's and Llama's models: `\n` is only ever the byte
+//!   token `<0x0A>`). Merges join adjacent symbols into vocabulary pieces, so a symbol `\n`
+//!   is never merged with anything and the merges on either side of it are independent of each
+//!   other; the only thing the text's position changes is the dummy prefix `▁` added at the
+//!   very start, which `"\n" + b` also has (it becomes the lone piece `▁` before the `\n`,
+//!   so `count("\n") = 2`). This is checked on the model as loaded ([`newline_safe`]).
+//! - **cl100k / o200k**: BPE runs within the chunks of a split regex, and every alternative
+//!   of their patterns that can take a `\n` ends at the last line break before a character
+//!   that is not whitespace (`[\r\n]*`, `\s*[\r\n]`, `\s++$`), except o200k's
+//!   ` ?[^\s\p{L}\p{N}]+[\r\n/]*`, which also takes a following `/` — hence the `/`. Nothing
+//!   looks behind, so matching from the start of `b` is the same as matching `b` alone.
+//!
+//! Tests check the rule token for token on real files with every built-in tokenizer, and
+//! debug builds recount every prompt made this way.
 
 use std::path::{Path, PathBuf};
 
-use kitoken::{Definition, Kitoken};
+use kitoken::{
+    Definition, Kitoken, Model, Normalization, NormalizationReplacePattern, Split, SplitPattern,
+};
 
 /// The file name of the Mistral-7B SentencePiece model.
 pub const MISTRAL_MODEL_FILE: &str = "tokenizer.model.v1";
@@ -37,37 +72,47 @@ pub enum TokenizerError {
     Encode { name: String, message: String },
 }
 
+enum Engine {
+    Kitoken(Box<Kitoken>),
+    Tiktoken(Box<tiktoken_rs::CoreBPE>),
+}
+
 /// A loaded tokenizer that counts tokens.
 pub struct Tokenizer {
     name: String,
-    inner: Kitoken,
+    engine: Engine,
+    /// Whether the line-break rule of the module doc holds for this tokenizer.
+    newline_rule: bool,
+    /// Tokens of `"\n"` alone.
+    newline_tokens: usize,
 }
 
 impl std::fmt::Debug for Tokenizer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Tokenizer")
             .field("name", &self.name)
+            .field("newline_rule", &self.newline_rule)
             .finish()
     }
 }
 
 impl Tokenizer {
     /// Loads the tokenizer `spec` names: `mistral` (the default model, found as
-    /// [`default_model_path`] says), `cl100k` or `o200k` (their `.tiktoken` rank files next
-    /// to the default model), or a path to a SentencePiece `.model`, a Hugging Face
+    /// [`default_model_path`] says), `cl100k` or `o200k` (OpenAI's `cl100k_base` and
+    /// `o200k_base`, built in), or a path to a SentencePiece `.model`, a Hugging Face
     /// `tokenizer.json`, or a tiktoken `.tiktoken` file.
     pub fn load(spec: &str) -> Result<Tokenizer, TokenizerError> {
+        let builtin = |name: &str, made: anyhow::Result<tiktoken_rs::CoreBPE>| {
+            let bpe = made.map_err(|e| TokenizerError::Load {
+                path: PathBuf::from(name),
+                message: e.to_string(),
+            })?;
+            Tokenizer::new(name.to_string(), Engine::Tiktoken(Box::new(bpe)), true)
+        };
         match spec {
             "mistral" => Tokenizer::from_path(&default_model_path()?),
-            "cl100k" | "o200k" => {
-                let dir = default_data_dirs()
-                    .into_iter()
-                    .find(|d| d.join(format!("{spec}_base.tiktoken")).is_file())
-                    .ok_or_else(|| TokenizerError::Missing {
-                        path: PathBuf::from(format!("{spec}_base.tiktoken")),
-                    })?;
-                Tokenizer::from_path(&dir.join(format!("{spec}_base.tiktoken")))
-            }
+            "cl100k" | "cl100k_base" => builtin("cl100k_base", tiktoken_rs::cl100k_base()),
+            "o200k" | "o200k_base" => builtin("o200k_base", tiktoken_rs::o200k_base()),
             _ => {
                 let path = Path::new(spec);
                 let known = [".model", ".json", ".tiktoken"]
@@ -97,6 +142,7 @@ impl Tokenizer {
             message,
         };
         let name = path.to_string_lossy();
+        let sentencepiece = !name.ends_with(".json") && !name.ends_with(".tiktoken");
         let definition = if name.ends_with(".json") {
             Definition::from_tokenizers_file(path)
         } else if name.ends_with(".tiktoken") {
@@ -105,27 +151,42 @@ impl Tokenizer {
             Definition::from_sentencepiece_file(path)
         }
         .map_err(|e| load(e.to_string()))?;
+        // The rule is only claimed where it was reasoned out: SentencePiece BPE models. A
+        // `.tiktoken` file may carry any split pattern, and a `tokenizer.json` any pipeline.
+        let newline_rule = sentencepiece && newline_safe(&definition);
         let inner = Kitoken::try_from(definition).map_err(|e| load(e.to_string()))?;
         let name = path
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_else(|| name.into_owned());
-        Ok(Tokenizer { name, inner })
+        Tokenizer::new(name, Engine::Kitoken(Box::new(inner)), newline_rule)
     }
 
-    /// The tokenizer's file name, for messages and metadata.
+    fn new(name: String, engine: Engine, newline_rule: bool) -> Result<Tokenizer, TokenizerError> {
+        let mut t = Tokenizer {
+            name,
+            engine,
+            newline_rule,
+            newline_tokens: 0,
+        };
+        t.newline_tokens = t.count("\n")?;
+        Ok(t)
+    }
+
+    /// The tokenizer's name (its file name, or the built-in encoding's), for messages.
     pub fn name(&self) -> &str {
         &self.name
     }
 
     /// The token ids of `text`, without BOS/EOS; control-token look-alikes are plain text.
     pub fn encode(&self, text: &str) -> Result<Vec<u32>, TokenizerError> {
-        self.inner
-            .encode(text, false)
-            .map_err(|e| TokenizerError::Encode {
+        match &self.engine {
+            Engine::Kitoken(k) => k.encode(text, false).map_err(|e| TokenizerError::Encode {
                 name: self.name.clone(),
                 message: format!("{e:?}"),
-            })
+            }),
+            Engine::Tiktoken(bpe) => Ok(bpe.encode_ordinary(text)),
+        }
     }
 
     /// The number of tokens in `text`.
@@ -135,6 +196,75 @@ impl Tokenizer {
         }
         self.encode(text).map(|ids| ids.len())
     }
+
+    /// The tokens `text` adds to a text that ends with `\n` (see the module doc), or `None`
+    /// when that is not known without counting the joined text: the tokenizer has no such
+    /// rule, or `text` starts with whitespace or `/`, or is empty.
+    pub fn count_after_newline(&self, text: &str) -> Result<Option<usize>, TokenizerError> {
+        if !self.newline_rule || !starts_clean(text) {
+            return Ok(None);
+        }
+        let mut joined = String::with_capacity(text.len() + 1);
+        joined.push('\n');
+        joined.push_str(text);
+        Ok(Some(self.count(&joined)? - self.newline_tokens))
+    }
+
+    /// Whether the rule of the module doc holds for this tokenizer at all.
+    pub fn joins_at_newlines(&self) -> bool {
+        self.newline_rule
+    }
+}
+
+/// Whether `text` may follow a line break under the rule: it starts with a character that is
+/// neither whitespace nor `/`.
+fn starts_clean(text: &str) -> bool {
+    text.chars()
+        .next()
+        .is_some_and(|c| !c.is_whitespace() && c != '/')
+}
+
+/// Whether a SentencePiece model, as kitoken converted it, is one the line-break rule holds
+/// for: BPE; normalization only turns spaces into `▁` and adds the dummy prefix on the left
+/// (the identity normalizer without `remove_extra_whitespaces`); pre-splitting only at runs of
+/// `▁`; and neither a piece longer than one byte nor a special token holds a line break.
+pub(crate) fn newline_safe(definition: &Definition) -> bool {
+    let Model::BytePair { vocab, .. } = &definition.model else {
+        return false;
+    };
+    let normalization_ok = definition.config.normalization.iter().all(|n| match n {
+        Normalization::Replace {
+            pattern,
+            replacement,
+        } => {
+            replacement == "▁"
+                && match pattern {
+                    NormalizationReplacePattern::Character(c) => *c == ' ',
+                    NormalizationReplacePattern::String(s) => s == " ",
+                    NormalizationReplacePattern::Regex(_) => false,
+                }
+        }
+        Normalization::Extend {
+            character, right, ..
+        } => *character == '▁' && *right == 0,
+        _ => false,
+    });
+    let split_ok = definition.config.split.iter().all(|s| match s {
+        Split::Pattern { pattern, .. } => match pattern {
+            SplitPattern::Character(c) => *c == '▁',
+            SplitPattern::String(s) => s == "▁",
+            SplitPattern::Regex(r) => &**r == "▁+",
+        },
+        Split::UnicodeScript => false,
+    });
+    let pieces_ok = vocab
+        .iter()
+        .all(|t| t.bytes.len() <= 1 || !t.bytes.contains(&b'\n'));
+    let specials_ok = definition
+        .specials
+        .iter()
+        .all(|s| !s.extract && !s.bytes.contains(&b'\n'));
+    normalization_ok && split_ok && pieces_ok && specials_ok
 }
 
 /// Where the default model is looked for, in order: `CLOVER_TOKENIZER`; then
@@ -184,28 +314,10 @@ pub fn default_data_dirs() -> Vec<PathBuf> {
     dirs
 }
 
-/// The Mistral model for unit tests: `CLOVER_TOKENIZER` or the workspace's
-/// `target/clover-data`. Missing, a test skips with a reason, or fails when
-/// `CLOVER_REQUIRE_TOOLS=1`.
+/// The Mistral model for unit tests, through `clover_testkit` (a skip, or a failure when
+/// tools are required, if it is missing).
 #[cfg(test)]
 pub(crate) fn test_tokenizer() -> Option<Tokenizer> {
-    let path = std::env::var_os("CLOVER_TOKENIZER")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("../../target/clover-data/tokenizer.model.v1")
-        });
-    if !path.is_file() {
-        assert!(
-            std::env::var("CLOVER_REQUIRE_TOOLS").as_deref() != Ok("1"),
-            "tokenizer model {} is missing; run `cargo xtask setup`",
-            path.display()
-        );
-        eprintln!(
-            "skipped: tokenizer model {} not found; run `cargo xtask setup`",
-            path.display()
-        );
-        return None;
-    }
+    let path = clover_testkit::tokenizer_model()?;
     Some(Tokenizer::from_path(&path).expect("the model loads"))
 }
