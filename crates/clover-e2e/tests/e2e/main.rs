@@ -3,6 +3,7 @@
 mod bad_input;
 mod determinism;
 mod examples;
+mod pack_data;
 mod pipeline;
 mod resume;
 mod shards;
