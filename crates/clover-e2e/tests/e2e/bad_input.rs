@@ -66,6 +66,10 @@ fn bad_input(a: &str, b: &str, other_kind: &str, unknown_repo: bool) -> BadInput
         push(
             variant(a, "nowhere/tests/test_x.py::test_y", |m| {
                 m.insert("repo".into(), "nowhere".into());
+                // A response names its repository again in its execution spec.
+                if let Some(exec) = m.get_mut("exec").and_then(|e| e.as_object_mut()) {
+                    exec.insert("repo".into(), "nowhere".into());
+                }
             }),
             " (id nowhere/tests/test_x.py::test_y): unknown repository `nowhere`".into(),
             &mut lines,
@@ -246,5 +250,20 @@ fn generate_reports_bad_records_and_goes_on() {
             .arg("-o")
             .arg(out);
         cmd
+    });
+}
+
+#[test]
+fn sandbox_run_reports_bad_records_and_goes_on() {
+    let (Some(python), Some(tokenizer)) = (sandbox_python(), clover_testkit::tokenizer_model())
+    else {
+        return;
+    };
+    let text = std::fs::read_to_string(python_oracle_responses(&python, &tokenizer)).unwrap();
+    let mut lines = text.lines();
+    let (a, b) = (lines.next().unwrap(), lines.next().unwrap());
+    let dir = tempfile::tempdir().unwrap();
+    check(dir.path(), a, b, "instance", true, &|input, out| {
+        sandbox_run(&python, input, out)
     });
 }

@@ -147,3 +147,28 @@ fn generate_resumes_after_sigkill() {
         &reference,
     );
 }
+
+#[test]
+fn sandbox_run_resumes_after_sigkill() {
+    let (Some(python), Some(tokenizer)) = (sandbox_python(), clover_testkit::tokenizer_model())
+    else {
+        return;
+    };
+    let responses = python_oracle_responses(&python, &tokenizer);
+    assert!(
+        records(responses).len() >= 4,
+        "enough runs to kill one midway"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let reference = dir.path().join("reference.jsonl");
+    run_ok(&mut sandbox_run(&python, responses, &reference), 0);
+    let out = dir.path().join("results.jsonl");
+    let make = |resume: bool| {
+        let mut cmd = sandbox_run(&python, responses, &out);
+        if resume {
+            cmd.arg("--resume");
+        }
+        cmd
+    };
+    assert_resume_after_kill(&make, &out, &reference);
+}

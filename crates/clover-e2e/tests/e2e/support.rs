@@ -11,6 +11,10 @@ use clover_protocol::partial_path;
 /// Fields that hold timings; they are dropped by name before records are compared.
 pub const TIMING_FIELDS: &[&str] = &["duration_secs"];
 
+/// Fields of run results that hold the run's own console output, which holds timings too
+/// (pytest ends with "1 passed in 0.05s"); dropped as well when records are compared.
+pub const CONSOLE_FIELDS: &[&str] = &["stdout_tail", "stderr_tail"];
+
 /// The folder holding the stage binaries of this build, built once per test process.
 ///
 /// The test runs from `target/<profile>/deps/`; `cargo build --bins` of the same profile puts
@@ -86,7 +90,7 @@ pub fn run_ok(cmd: &mut Command, code: i32) -> Ran {
 fn drop_timing(v: &mut serde_json::Value) {
     match v {
         serde_json::Value::Object(map) => {
-            for f in TIMING_FIELDS {
+            for f in TIMING_FIELDS.iter().chain(CONSOLE_FIELDS) {
                 map.remove(*f);
             }
             map.values_mut().for_each(drop_timing);
@@ -351,4 +355,51 @@ pub fn instances_jsonl(n: usize) -> String {
             serde_json::to_string(&instance).unwrap() + "\n"
         })
         .collect()
+}
+
+/// The oracle's responses to the problem-only instances of [`python_calibrated`], made once:
+/// input for the tests of sandbox-run.
+pub fn python_oracle_responses(python: &Path, tokenizer: &Path) -> &'static Path {
+    static PATH: OnceLock<PathBuf> = OnceLock::new();
+    PATH.get_or_init(|| {
+        let instances = shared_dir().join("po-instances.jsonl");
+        run_ok(
+            tool("pack-context")
+                .arg(python_calibrated(python))
+                .arg("--repo")
+                .arg(clover_testkit::fixture("python"))
+                .arg("--tokenizer")
+                .arg(tokenizer)
+                .args(["--seed", "0", "--settings", "po"])
+                .args(["--cloze-per-repo", "3", "--targeted-per-repo", "2"])
+                .args(["--coverage-per-repo", "2"])
+                .arg("-o")
+                .arg(&instances),
+            0,
+        );
+        let path = shared_dir().join("po-responses.jsonl");
+        run_ok(
+            tool("generate")
+                .arg(&instances)
+                .args(["--model", "oracle"])
+                .arg("-o")
+                .arg(&path),
+            0,
+        );
+        path
+    })
+}
+
+/// `clover sandbox-run` over `input` into `out`, on the Python fixture, one run at a time.
+pub fn sandbox_run(python: &Path, input: &Path, out: &Path) -> Command {
+    let mut cmd = tool("sandbox-run");
+    cmd.arg(input)
+        .arg("--repo")
+        .arg(clover_testkit::fixture("python"))
+        .arg("--python")
+        .arg(python)
+        .args(["--jobs", "1"])
+        .arg("-o")
+        .arg(out);
+    cmd
 }
