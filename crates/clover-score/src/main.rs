@@ -168,7 +168,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
     let mut report = scorer.report();
     if let Some(judge) = &judge {
         if let Some(path) = &cli.instances {
-            read_references(path, cli.max_line_bytes, &mut references)?;
+            bad += read_references(path, &cli, &mut references)?;
         }
         let (rows, missing) = run_judge(judge, &items, &references, &cli.judge_exclude);
         if missing > 0 {
@@ -214,15 +214,29 @@ fn build_judge(cli: &Cli) -> anyhow::Result<Judge> {
     })
 }
 
+/// Reads the ground truth of each instance in `path`; a bad line is reported like one of the
+/// results' and counted (the count is returned), and the other lines are read.
 fn read_references(
     path: &Path,
-    max_line_bytes: usize,
+    cli: &Cli,
     into: &mut HashMap<String, String>,
-) -> anyhow::Result<()> {
-    let mut reader = RecordReader::open(Some(path), max_line_bytes)
+) -> anyhow::Result<u64> {
+    let mut reader = RecordReader::open(Some(path), cli.max_line_bytes)
         .with_context(|| format!("opening {}", path.display()))?;
+    let mut bad = 0;
     while let Some(next) = reader.next_record::<Instance>() {
-        let (_, i) = next?;
+        let i = match next {
+            Ok((_, i)) => i,
+            Err(e) if e.is_recoverable() => {
+                bad += 1;
+                eprintln!("{TOOL}: error: {e}");
+                if cli.on_error == OnError::Stop {
+                    return Err(Stopped.into());
+                }
+                continue;
+            }
+            Err(e) => return Err(e.into()),
+        };
         // sandbox-run gives the chunks of a C++ source one result, under the id of the whole
         // file; every chunk holds the whole file's test as its reference.
         let file = i.file_instance_id();
@@ -231,7 +245,7 @@ fn read_references(
         }
         into.insert(i.id, i.reference);
     }
-    Ok(())
+    Ok(bad)
 }
 
 fn write_report(cli: &Cli, report: &clover_score::Report) -> anyhow::Result<()> {

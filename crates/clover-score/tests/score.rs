@@ -578,3 +578,97 @@ fn llm_judge_pairs_in_both_orders() {
         "{table}"
     );
 }
+
+/// The judge's ground truth from `--instances`: a bad line there is reported with its file and
+/// line and counted (exit 3), and every other instance is still judged.
+#[test]
+fn bad_lines_in_the_instances_file_are_reported_and_the_rest_judged() {
+    use clover_protocol::{ExecSpec, Instance};
+    let judge = FakeJudge::start();
+    let dir = tempfile::tempdir().unwrap();
+    let cpp = json!({"focal_source": "src/ring_buffer.cc"});
+    let (mut rs, mut instances) = (Vec::new(), Vec::new());
+    for k in 0..4 {
+        let id = format!("cppfix/src/ring_buffer.cc#chunk{k}@po");
+        for (model, answer) in [("good", "TEST(R, A) { GOOD(); }"), ("bad", "TEST(R, B) { }")] {
+            rs.push(result(
+                model,
+                &id,
+                Task::CppUnitTest,
+                "po",
+                "cppfix",
+                Outcome::Passed,
+                answer,
+                vec![],
+                cpp.clone(),
+            ));
+        }
+        let instance = Instance {
+            kind: RecordKind::Instance,
+            schema_version: SCHEMA_VERSION,
+            id: id.clone(),
+            problem_id: id,
+            repo: "cppfix".into(),
+            task: Task::CppUnitTest,
+            setting: "po".into(),
+            answer_format: "full".into(),
+            prompt: "Write tests.\n".into(),
+            messages: vec![],
+            prompt_tokens: 3,
+            context_files: vec![],
+            reference: "TEST(R, T) { GOOD(); }".into(),
+            exec: ExecSpec::default(),
+            scoring: Default::default(),
+        };
+        instances.push(serde_json::to_string(&instance).unwrap());
+        if k == 1 {
+            instances.push("{\"kind\": \"instance\", \"id\": ".into());
+        }
+    }
+    let input = dir.path().join("results.jsonl");
+    let lines = |v: &[String]| v.iter().map(|l| format!("{l}\n")).collect::<String>();
+    let results: Vec<String> = rs.iter().map(|r| serde_json::to_string(r).unwrap()).collect();
+    std::fs::write(&input, lines(&results)).unwrap();
+    let instances_path = dir.path().join("instances.jsonl");
+    std::fs::write(&instances_path, lines(&instances)).unwrap();
+    let url = format!("http://127.0.0.1:{}/v1", judge.port);
+    let args = |extra: &[&str]| -> Vec<String> {
+        let mut a: Vec<String> = [
+            "--format",
+            "json",
+            "--judge",
+            "openai",
+            "--judge-base-url",
+            &url,
+            "--judge-model-name",
+            "judge",
+            "--instances",
+            instances_path.to_str().unwrap(),
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        a.extend(extra.iter().map(|s| s.to_string()));
+        a.push(input.to_str().unwrap().into());
+        a
+    };
+    let a = args(&[]);
+    let (out, stderr, code) = score(&a.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(code, 3, "{stderr}");
+    assert!(
+        stderr.contains(&format!("{}:3: malformed JSON", instances_path.display())),
+        "{stderr}"
+    );
+    let v: Value = serde_json::from_str(&out).unwrap();
+    let row = v["judge"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["model"] == "good" && r["opponent"] == "bad")
+        .cloned()
+        .unwrap_or_else(|| panic!("no good vs bad: {v}"));
+    assert_eq!(row["win"].as_u64(), Some(4), "{row}");
+    let a = args(&["--on-error", "stop"]);
+    let (_, stderr, code) = score(&a.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(code, 4, "{stderr}");
+}
