@@ -590,7 +590,10 @@ fn bad_lines_in_the_instances_file_are_reported_and_the_rest_judged() {
     let (mut rs, mut instances) = (Vec::new(), Vec::new());
     for k in 0..4 {
         let id = format!("cppfix/src/ring_buffer.cc#chunk{k}@po");
-        for (model, answer) in [("good", "TEST(R, A) { GOOD(); }"), ("bad", "TEST(R, B) { }")] {
+        for (model, answer) in [
+            ("good", "TEST(R, A) { GOOD(); }"),
+            ("bad", "TEST(R, B) { }"),
+        ] {
             rs.push(result(
                 model,
                 &id,
@@ -627,7 +630,10 @@ fn bad_lines_in_the_instances_file_are_reported_and_the_rest_judged() {
     }
     let input = dir.path().join("results.jsonl");
     let lines = |v: &[String]| v.iter().map(|l| format!("{l}\n")).collect::<String>();
-    let results: Vec<String> = rs.iter().map(|r| serde_json::to_string(r).unwrap()).collect();
+    let results: Vec<String> = rs
+        .iter()
+        .map(|r| serde_json::to_string(r).unwrap())
+        .collect();
     std::fs::write(&input, lines(&results)).unwrap();
     let instances_path = dir.path().join("instances.jsonl");
     std::fs::write(&instances_path, lines(&instances)).unwrap();
