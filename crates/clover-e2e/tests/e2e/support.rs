@@ -403,3 +403,14 @@ pub fn sandbox_run(python: &Path, input: &Path, out: &Path) -> Command {
         .arg(out);
     cmd
 }
+
+/// sandbox-run's results for [`python_oracle_responses`], made once: input for score's tests.
+pub fn python_oracle_results(python: &Path, tokenizer: &Path) -> &'static Path {
+    static PATH: OnceLock<PathBuf> = OnceLock::new();
+    PATH.get_or_init(|| {
+        let path = shared_dir().join("po-results.jsonl");
+        let responses = python_oracle_responses(python, tokenizer);
+        run_ok(&mut sandbox_run(python, responses, &path), 0);
+        path
+    })
+}
