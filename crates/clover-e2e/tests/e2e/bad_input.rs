@@ -285,7 +285,10 @@ fn score_reports_bad_records_and_goes_on() {
     let dir = tempfile::tempdir().unwrap();
     check(dir.path(), a, b, "response", false, &|input, out| {
         let mut cmd = tool("score");
-        cmd.args(["--format", "jsonl"]).arg(input).arg("-o").arg(out);
+        cmd.args(["--format", "jsonl"])
+            .arg(input)
+            .arg("-o")
+            .arg(out);
         cmd
     });
 }
