@@ -483,25 +483,15 @@ impl Drop for FakeJudge {
     }
 }
 
-#[test]
-fn llm_judge_pairs_in_both_orders() {
-    let judge = FakeJudge::start();
-    let dir = tempfile::tempdir().unwrap();
-    // Three models on C++: `good` writes GOOD();, `bad` and `worse` do not. The oracle's
-    // answers are the ground truth and are not judged themselves.
+/// Passing C++ results of instance `id`, one per `(model, answer)`.
+fn passed_cpp_answers(id: &str, answers: &[(&str, &str)]) -> Vec<RunResult> {
     let cpp = json!({"focal_source": "src/ring_buffer.cc"});
-    let mut rs = Vec::new();
-    for k in 0..6 {
-        let id = format!("cppfix/src/ring_buffer.cc#chunk{k}@po");
-        for (model, answer) in [
-            ("oracle", "TEST(R, T) { GOOD(); }"),
-            ("good", "TEST(R, A) { GOOD(); }"),
-            ("bad", "TEST(R, B) { BAD(); }"),
-            ("worse", "TEST(R, C) { }"),
-        ] {
-            rs.push(result(
+    answers
+        .iter()
+        .map(|(model, answer)| {
+            result(
                 model,
-                &id,
+                id,
                 Task::CppUnitTest,
                 "po",
                 "cppfix",
@@ -509,8 +499,29 @@ fn llm_judge_pairs_in_both_orders() {
                 answer,
                 vec![],
                 cpp.clone(),
-            ));
-        }
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn llm_judge_pairs_in_both_orders() {
+    let judge = FakeJudge::start();
+    let dir = tempfile::tempdir().unwrap();
+    // Three models on C++: `good` writes GOOD();, `bad` and `worse` do not. The oracle's
+    // answers are the ground truth and are not judged themselves.
+    let mut rs = Vec::new();
+    for k in 0..6 {
+        let id = format!("cppfix/src/ring_buffer.cc#chunk{k}@po");
+        rs.extend(passed_cpp_answers(
+            &id,
+            &[
+                ("oracle", "TEST(R, T) { GOOD(); }"),
+                ("good", "TEST(R, A) { GOOD(); }"),
+                ("bad", "TEST(R, B) { BAD(); }"),
+                ("worse", "TEST(R, C) { }"),
+            ],
+        ));
     }
     let input = dir.path().join("results.jsonl");
     std::fs::write(
@@ -586,26 +597,16 @@ fn bad_lines_in_the_instances_file_are_reported_and_the_rest_judged() {
     use clover_protocol::{ExecSpec, Instance};
     let judge = FakeJudge::start();
     let dir = tempfile::tempdir().unwrap();
-    let cpp = json!({"focal_source": "src/ring_buffer.cc"});
     let (mut rs, mut instances) = (Vec::new(), Vec::new());
     for k in 0..4 {
         let id = format!("cppfix/src/ring_buffer.cc#chunk{k}@po");
-        for (model, answer) in [
-            ("good", "TEST(R, A) { GOOD(); }"),
-            ("bad", "TEST(R, B) { }"),
-        ] {
-            rs.push(result(
-                model,
-                &id,
-                Task::CppUnitTest,
-                "po",
-                "cppfix",
-                Outcome::Passed,
-                answer,
-                vec![],
-                cpp.clone(),
-            ));
-        }
+        rs.extend(passed_cpp_answers(
+            &id,
+            &[
+                ("good", "TEST(R, A) { GOOD(); }"),
+                ("bad", "TEST(R, B) { }"),
+            ],
+        ));
         let instance = Instance {
             kind: RecordKind::Instance,
             schema_version: SCHEMA_VERSION,
