@@ -60,7 +60,7 @@ pub fn run(root: &Path) -> Result<()> {
 const BEGIN: &str = "<!-- bench: begin -->";
 const END: &str = "<!-- bench: end -->";
 
-fn hostname() -> String {
+pub fn hostname() -> String {
     std::fs::read_to_string("/proc/sys/kernel/osrelease")
         .map(|s| format!("Linux {}", s.trim()))
         .unwrap_or_else(|_| "this machine".into())
@@ -153,22 +153,8 @@ fn jsonl_read(_root: &Path) -> Result<Row> {
 fn sandbox_rows(root: &Path) -> Result<Vec<Row>> {
     use anyhow::Context;
     step("sandbox: spawn overhead and a pytest file, sandboxed and bare");
-    duct::cmd!(
-        "cargo",
-        "build",
-        "--release",
-        "-p",
-        "clover-sandbox",
-        "--example",
-        "sandbox_bench"
-    )
-    .run()?;
-    let bench = root.join("target/release/examples/sandbox_bench");
     let fixture = root.join("fixtures/python");
-    let measure = |args: Vec<String>| -> Result<serde_json::Value> {
-        let out = duct::cmd(&bench, &args).read()?;
-        serde_json::from_str(out.trim()).with_context(|| format!("sandbox_bench said {out:?}"))
-    };
+    let measure = |args: Vec<String>| sandbox_bench(root, &args);
     let us = |v: &serde_json::Value, k: &str| v[k].as_f64();
     let ms = |x: f64| format!("{:.2} ms", x / 1000.0);
 
@@ -251,4 +237,24 @@ fn sandbox_rows(root: &Path) -> Result<Vec<Row>> {
         target: "≤ 1.1×".into(),
     });
     Ok(rows)
+}
+
+/// Runs `crates/clover-sandbox/examples/sandbox_bench.rs` (built first, release) with `args`
+/// and returns the JSON object it prints.
+pub fn sandbox_bench(root: &Path, args: &[String]) -> Result<serde_json::Value> {
+    use anyhow::Context;
+    duct::cmd!(
+        "cargo",
+        "build",
+        "--release",
+        "--quiet",
+        "-p",
+        "clover-sandbox",
+        "--example",
+        "sandbox_bench"
+    )
+    .run()?;
+    let bench = root.join("target/release/examples/sandbox_bench");
+    let out = duct::cmd(&bench, args).read()?;
+    serde_json::from_str(out.trim()).with_context(|| format!("sandbox_bench said {out:?}"))
 }

@@ -4,7 +4,7 @@
 //! - `test`: setup, then the whole test suite (format, lints, every crate's tests);
 //! - `demo`: setup, a release build, then the pipeline on the embedded fixtures;
 //! - `bench`: measurements as ratios against a baseline in the same run, into
-//!   `docs/BENCHMARKS.md`;
+//!   `docs/BENCHMARKS.md`; `bench --corpus`: the whole pipeline on the corpus;
 //! - `install`: copies the `clover` and `clover-*` binaries into `PREFIX/bin`.
 //!
 //! Everything that a test or the demo needs from outside the workspace is installed here and
@@ -12,6 +12,7 @@
 
 mod bench;
 mod bench_calibrate;
+mod bench_corpus;
 mod corpus;
 mod corpus_extract;
 mod corpus_extract_cpp;
@@ -47,7 +48,17 @@ enum Command {
     /// Setup, build, and run the pipeline on the embedded fixtures
     Demo,
     /// Measure speed and overhead as ratios, and write docs/BENCHMARKS.md
-    Bench,
+    Bench {
+        /// Instead: the whole pipeline on the corpus, with the oracle and a baseline
+        #[arg(long)]
+        corpus: bool,
+        /// With --corpus: only these packages (default: all)
+        #[arg(requires = "corpus")]
+        names: Vec<String>,
+        /// With --corpus: use the binaries in target/release as they are
+        #[arg(long, requires = "corpus")]
+        no_build: bool,
+    },
     /// Fetch the corpus packages and C++ repositories, check their hashes, and give each
     /// Python package its environment
     Corpus {
@@ -89,7 +100,12 @@ fn main() -> Result<()> {
             cargo_args,
         } => test(&root, no_lint, &cargo_args),
         Command::Demo => demo::run(&root),
-        Command::Bench => bench::run(&root),
+        Command::Bench { corpus: false, .. } => bench::run(&root),
+        Command::Bench {
+            corpus: true,
+            names,
+            no_build,
+        } => bench_corpus::run(&root, &names, !no_build),
         Command::Install { prefix } => install(&root, &prefix),
         Command::CorpusExtract { names, min_share } => {
             corpus_extract_check(&root, &names, min_share)

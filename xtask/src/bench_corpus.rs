@@ -1,0 +1,970 @@
+//! `cargo xtask bench --corpus`: the whole pipeline on every package of the corpus, with the
+//! oracle and a trivial baseline, timed and measured stage by stage, into `docs/BENCHMARKS.md`.
+//!
+//! Each package is extracted and calibrated on its own (so its problems, exclusions and times
+//! are its own); the calibrated records are joined in corpus order and go through one
+//! pack-context, one generate and one sandbox-run per model, and one score, the way a user
+//! runs a benchmark. Every stage is a release binary run as a child process: its wall time,
+//! and its peak resident memory two ways — `wait4`'s `ru_maxrss`, the largest process of the
+//! stage's tree (pytest and compilers included), and the stage process alone (`VmHWM`,
+//! sampled while it runs).
+//!
+//! pack-context builds every default setting (their counts are reported), but only the
+//! instances of `RUN_SETTINGS` are answered and run: neither the oracle nor the baseline reads
+//! the context, so the other settings would run the same candidate files again.
+//!
+//! Also measured in the same run: each Python package's whole suite bare and sandboxed
+//! (`sandbox_bench pytest`, interleaved), and the peak memory of sandbox-run and score on 1×
+//! and 10× the records (copies with new ids), which must stay flat.
+//!
+//! This is a measurement, not a test: it writes what it saw, then fails if a target was
+//! missed, naming the records.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::io::{BufRead, BufReader, BufWriter, Write as _};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use clover_manifest::RepoConfig;
+use clover_protocol::{Instance, RecordReader, RunResult, Task, DEFAULT_MAX_LINE_BYTES};
+
+use crate::{corpus, setup, step};
+
+const BEGIN: &str = "<!-- bench-corpus: begin -->";
+const END: &str = "<!-- bench-corpus: end -->";
+
+/// The settings whose instances are answered and run.
+const RUN_SETTINGS: &[&str] = &["po"];
+/// The oracle and the trivial baseline (copy the other operand in Task I, `assert True`
+/// elsewhere).
+const MODELS: &[&str] = &["oracle", "copy-operand"];
+/// The oracle's headline metric must reach this on every task of every package.
+const ORACLE_TARGET: f64 = 0.95;
+/// Records given to sandbox-run for the memory comparison (1×), and the copies (10×).
+const FLAT_RECORDS: usize = 24;
+const FLAT_COPIES: usize = 10;
+/// Peak memory at 10× may be at most this many times the peak at 1×.
+const FLAT_TARGET: f64 = 1.2;
+/// Interleaved bare/sandboxed runs of each Python suite.
+const SUITE_RUNS: usize = 3;
+
+/// What one stage process cost.
+#[derive(Debug, Clone, Copy, Default)]
+struct Measured {
+    secs: f64,
+    /// `ru_maxrss` of `wait4`: the largest process of the tree, in KiB.
+    tree_kib: u64,
+    /// The stage process alone: its `VmHWM`, sampled, in KiB.
+    own_kib: u64,
+}
+
+/// One stage process of the run.
+struct StageRun {
+    stage: String,
+    subject: String,
+    cost: Measured,
+}
+
+/// A Python or C++ package of the corpus and what its first two stages said.
+struct Package {
+    name: String,
+    language: &'static str,
+    problems: usize,
+    kept: u64,
+    excluded: BTreeMap<String, u64>,
+}
+
+pub fn run(root: &Path, names: &[String], build: bool) -> Result<()> {
+    let started = Instant::now();
+    let env = setup::run(root)?;
+    if build {
+        step("cargo build --release --bins");
+        duct::cmd!("cargo", "build", "--release", "--workspace", "--bins").run()?;
+    }
+    let selected = select(root, names)?;
+    let manifest = root.join("target/corpus/clover.toml");
+    let bin = root.join("target/release");
+    let work = root.join("target/bench-corpus");
+    if work.exists() {
+        std::fs::remove_dir_all(&work)?;
+    }
+    std::fs::create_dir_all(&work)?;
+    let m = manifest.display().to_string();
+    let file = |name: &str| work.join(name).display().to_string();
+    let mut runs: Vec<StageRun> = Vec::new();
+    let mut stage = |stage: &str, subject: &str, args: &[&str]| -> Result<Measured> {
+        step(&format!("clover-{stage} {}", args.join(" ")));
+        let cost = measure(&bin.join(format!("clover-{stage}")), args)?;
+        runs.push(StageRun {
+            stage: stage.into(),
+            subject: subject.into(),
+            cost,
+        });
+        Ok(cost)
+    };
+
+    // extract and calibrate, package by package.
+    let mut packages = Vec::new();
+    let mut calibrated = Vec::new();
+    for name in &selected {
+        let problems = file(&format!("{name}-problems.jsonl"));
+        let cal = file(&format!("{name}-calibrated.jsonl"));
+        stage(
+            "extract",
+            name,
+            &["--manifest", &m, "--name", name, "-q", "-o", &problems],
+        )?;
+        stage(
+            "calibrate",
+            name,
+            &[&problems, "--manifest", &m, "-o", &cal],
+        )?;
+        let summary: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(format!("{cal}.summary.json"))?)
+                .context("calibrate's summary")?;
+        let counts = summary[name.as_str()]
+            .as_object()
+            .cloned()
+            .unwrap_or_default();
+        let count = |v: &serde_json::Value| v.as_u64().unwrap_or(0);
+        packages.push(Package {
+            name: name.clone(),
+            language: if corpus::CPP_REPOS.iter().any(|r| r.name == name) {
+                "C++"
+            } else {
+                "Python"
+            },
+            problems: count_lines(Path::new(&problems))?,
+            kept: counts.get("kept").map_or(0, count),
+            excluded: counts
+                .iter()
+                .filter_map(|(k, v)| Some((k.strip_prefix("excluded_")?.to_string(), count(v))))
+                .collect(),
+        });
+        calibrated.push(cal);
+    }
+    let joined = file("calibrated.jsonl");
+    concat(&calibrated, Path::new(&joined))?;
+
+    // pack-context over the whole corpus, then the run settings only.
+    let instances = file("instances.jsonl");
+    let tokenizer = env.tokenizer.display().to_string();
+    #[rustfmt::skip]
+    stage("pack-context", "corpus", &[&joined, "--manifest", &m, "--tokenizer", &tokenizer, "--seed", "0", "-o", &instances])?;
+    let to_run = file("instances-run.jsonl");
+    let built = keep_settings(Path::new(&instances), Path::new(&to_run))?;
+
+    let mut results = Vec::new();
+    for model in MODELS {
+        let responses = file(&format!("responses-{model}.jsonl"));
+        let result = file(&format!("results-{model}.jsonl"));
+        #[rustfmt::skip]
+        stage("generate", model, &[&to_run, "--model", model, "-o", &responses])?;
+        #[rustfmt::skip]
+        stage("sandbox-run", model, &[&responses, "--manifest", &m, "-o", &result])?;
+        results.push(result);
+    }
+    let report = file("score.json");
+    let mut score_args: Vec<&str> = results.iter().map(String::as_str).collect();
+    score_args.extend(["--by-repo", "--format", "json", "-o", &report]);
+    stage("score", "corpus", &score_args)?;
+    let pipeline_secs: f64 = runs.iter().map(|r| r.cost.secs).sum();
+
+    let scores = read_scores(Path::new(&report))?;
+    let failures = oracle_failures(Path::new(&results[0]))?;
+    let durations = run_durations(&results)?;
+
+    let suites = suite_overheads(root, &manifest, &selected)?;
+    let flat = flat_memory(&bin, &m, &work, &results)?;
+
+    let figures = Figures {
+        names: names.to_vec(),
+        packages,
+        built,
+        runs,
+        pipeline_secs,
+        scores,
+        failures,
+        durations,
+        suites,
+        flat,
+        xtask_kib: vm_hwm_kib("/proc/self/status").unwrap_or(0),
+        total_secs: started.elapsed().as_secs_f64(),
+    };
+    let md = figures.section()?;
+    print!("{md}");
+    crate::docs::replace_section(root, BEGIN, END, &md)?;
+    let missed = figures.missed();
+    if !missed.is_empty() {
+        bail!(
+            "targets missed (the section is written):\n  {}",
+            missed.join("\n  ")
+        );
+    }
+    Ok(())
+}
+
+/// The corpus packages to run, in corpus order (Python first), made ready.
+fn select(root: &Path, names: &[String]) -> Result<Vec<String>> {
+    let python: Vec<&str> = corpus::PACKAGES.iter().map(|p| p.name).collect();
+    let cpp: Vec<&str> = corpus::CPP_REPOS.iter().map(|r| r.name).collect();
+    for n in names {
+        if !python.contains(&n.as_str()) && !cpp.contains(&n.as_str()) {
+            bail!(
+                "no corpus package named `{n}`; there are: {}",
+                python
+                    .iter()
+                    .chain(&cpp)
+                    .copied()
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
+    }
+    let wanted = |n: &&str| names.is_empty() || names.iter().any(|w| w == n);
+    let python: Vec<String> = python
+        .into_iter()
+        .filter(wanted)
+        .map(String::from)
+        .collect();
+    let cpp: Vec<String> = cpp.into_iter().filter(wanted).map(String::from).collect();
+    if !python.is_empty() {
+        corpus::ensure(root, &python)?;
+    }
+    if !cpp.is_empty() {
+        corpus::ensure_cpp(root, &cpp)?;
+    }
+    Ok(python.into_iter().chain(cpp).collect())
+}
+
+/// Runs `program args…` (stdout discarded, stderr passed through) and measures it. A stage
+/// that reports bad records (exit 3) still counts; any other failure stops the benchmark.
+fn measure(program: &Path, args: &[&str]) -> Result<Measured> {
+    let started = Instant::now();
+    let child = Command::new(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .spawn()
+        .with_context(|| format!("cannot start {}", program.display()))?;
+    let pid = child.id() as libc::pid_t;
+    let stop = Arc::new(AtomicBool::new(false));
+    let sampler = {
+        let stop = Arc::clone(&stop);
+        std::thread::spawn(move || {
+            let status = format!("/proc/{pid}/status");
+            let mut peak = 0;
+            while !stop.load(Ordering::Relaxed) {
+                if let Some(kib) = vm_hwm_kib(&status) {
+                    peak = peak.max(kib);
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            peak
+        })
+    };
+    // Wait for the exit without reaping, so that the pid cannot be reused while the sampler
+    // still reads it; then reap with the tree's resource usage.
+    loop {
+        // SAFETY: a zeroed siginfo_t is a valid out-parameter; pid is our unreaped child.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        let r = unsafe {
+            libc::waitid(
+                libc::P_PID,
+                pid as libc::id_t,
+                &mut info,
+                libc::WEXITED | libc::WNOWAIT,
+            )
+        };
+        if r == 0 {
+            break;
+        }
+        let e = std::io::Error::last_os_error();
+        if e.kind() != std::io::ErrorKind::Interrupted {
+            return Err(e).context("waitid");
+        }
+    }
+    let secs = started.elapsed().as_secs_f64();
+    stop.store(true, Ordering::Relaxed);
+    let own_kib = sampler.join().expect("the sampler does not panic");
+    let mut status = 0;
+    // SAFETY: a zeroed rusage is a valid out-parameter; pid is our exited, unreaped child.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    loop {
+        let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+        if r == pid {
+            break;
+        }
+        let e = std::io::Error::last_os_error();
+        if e.kind() != std::io::ErrorKind::Interrupted {
+            return Err(e).context("wait4");
+        }
+    }
+    drop(child);
+    let code = if libc::WIFEXITED(status) {
+        libc::WEXITSTATUS(status)
+    } else {
+        128 + libc::WTERMSIG(status)
+    };
+    if code != 0 && code != 3 {
+        bail!("{} failed with exit code {code}", program.display());
+    }
+    Ok(Measured {
+        secs,
+        tree_kib: usage.ru_maxrss.max(0) as u64,
+        own_kib,
+    })
+}
+
+/// The `VmHWM` line of a `/proc/PID/status` file (absent once the process has exited).
+fn vm_hwm_kib(status: &str) -> Option<u64> {
+    let text = std::fs::read_to_string(status).ok()?;
+    let line = text.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+fn count_lines(path: &Path) -> Result<usize> {
+    let f = std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+    Ok(BufReader::new(f).split(b'\n').count())
+}
+
+fn concat(parts: &[String], to: &Path) -> Result<()> {
+    let mut out = BufWriter::new(std::fs::File::create(to)?);
+    for p in parts {
+        std::io::copy(&mut std::fs::File::open(p)?, &mut out)?;
+    }
+    out.flush()?;
+    Ok(())
+}
+
+/// The name of a task as the wire and score's tables write it.
+fn task_name(task: Task) -> String {
+    serde_json::to_value(task)
+        .ok()
+        .and_then(|v| v.as_str().map(String::from))
+        .unwrap_or_default()
+}
+
+/// Instances built: (repo, task) → setting → count.
+type Built = BTreeMap<(String, String), BTreeMap<String, usize>>;
+
+/// Copies the instances of `RUN_SETTINGS` from `from` to `to`; counts every instance built.
+fn keep_settings(from: &Path, to: &Path) -> Result<Built> {
+    let mut built = Built::new();
+    let mut out = BufWriter::new(std::fs::File::create(to)?);
+    let input = BufReader::new(std::fs::File::open(from)?);
+    for (n, line) in input.lines().enumerate() {
+        let line = line?;
+        let i: Instance = serde_json::from_str(&line)
+            .with_context(|| format!("{}:{}: not an instance", from.display(), n + 1))?;
+        *built
+            .entry((i.repo.clone(), task_name(i.task)))
+            .or_default()
+            .entry(i.setting.clone())
+            .or_default() += 1;
+        if RUN_SETTINGS.contains(&i.setting.as_str()) {
+            writeln!(out, "{line}")?;
+        }
+    }
+    out.flush()?;
+    Ok(built)
+}
+
+/// One task of one package in score's report, pooled over the run settings.
+#[derive(Default)]
+struct Score {
+    metric: String,
+    n: u64,
+    /// model → pooled headline metric.
+    by_model: BTreeMap<String, f64>,
+}
+
+/// score's per-repository rows, pooled over settings: (repo, task) → Score.
+fn read_scores(report: &Path) -> Result<BTreeMap<(String, String), Score>> {
+    let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(report)?)?;
+    // (repo, task, model) → (Σ n·value, Σ n)
+    let mut sums: BTreeMap<(String, String, String), (f64, u64)> = BTreeMap::new();
+    let mut out: BTreeMap<(String, String), Score> = BTreeMap::new();
+    for row in json["rows"]
+        .as_array()
+        .context("score's JSON has no rows")?
+    {
+        let repo = row["repo"].as_str().unwrap_or("");
+        if repo == clover_score::ALL_REPOS {
+            continue;
+        }
+        let task: Task = serde_json::from_value(row["task"].clone())?;
+        let metric = clover_score::headline_metric(task);
+        let (Some(v), Some(n)) = (row["metrics"][metric].as_f64(), row["n"].as_u64()) else {
+            continue;
+        };
+        let model = row["model"].as_str().unwrap_or("").to_string();
+        let key = (repo.to_string(), task_name(task));
+        let s = sums
+            .entry((key.0.clone(), key.1.clone(), model))
+            .or_default();
+        s.0 += v * n as f64;
+        s.1 += n;
+        out.entry(key).or_default().metric = metric.into();
+    }
+    for ((repo, task, model), (sum, n)) in sums {
+        let s = out.entry((repo, task)).or_default();
+        if model == MODELS[0] {
+            s.n = n;
+        }
+        s.by_model.insert(model, sum / n.max(1) as f64);
+    }
+    Ok(out)
+}
+
+/// The oracle's results that do not count as a success, by score's own verdict.
+fn oracle_failures(results: &Path) -> Result<Vec<String>> {
+    let f = std::fs::File::open(results)?;
+    let mut reader = RecordReader::new(
+        BufReader::new(f),
+        &results.display().to_string(),
+        DEFAULT_MAX_LINE_BYTES,
+    );
+    let mut out = Vec::new();
+    while let Some(r) = reader.next_record::<RunResult>() {
+        let (_, r) = r?;
+        let Some(task) = r.task else { continue };
+        if clover_score::verdict(&r, task).success {
+            continue;
+        }
+        let message = r
+            .message
+            .as_deref()
+            .unwrap_or("")
+            .lines()
+            .next()
+            .unwrap_or("");
+        let limit = r
+            .limit_hit
+            .map(|l| format!(", limit {l:?}"))
+            .unwrap_or_default();
+        out.push(format!(
+            "{} [{}, {:?}{limit}]: {message}",
+            r.id,
+            task_name(task),
+            r.outcome
+        ));
+    }
+    Ok(out)
+}
+
+/// Per repository: runs and the sum of their `duration_secs` (both models).
+fn run_durations(results: &[String]) -> Result<BTreeMap<String, (usize, f64)>> {
+    let mut out: BTreeMap<String, (usize, f64)> = BTreeMap::new();
+    for path in results {
+        let mut reader = RecordReader::new(
+            BufReader::new(std::fs::File::open(path)?),
+            path,
+            DEFAULT_MAX_LINE_BYTES,
+        );
+        while let Some(r) = reader.next_record::<RunResult>() {
+            let (_, r) = r?;
+            let e = out.entry(r.repo).or_default();
+            e.0 += 1;
+            e.1 += r.duration_secs;
+        }
+    }
+    Ok(out)
+}
+
+/// One Python package's suite, bare and sandboxed.
+struct Suite {
+    name: String,
+    target: String,
+    bare_secs: f64,
+    sandboxed_secs: f64,
+}
+
+fn suite_overheads(root: &Path, manifest: &Path, selected: &[String]) -> Result<Vec<Suite>> {
+    let mut out = Vec::new();
+    for cfg in RepoConfig::resolve(Some(manifest), None, None)? {
+        if !selected.contains(&cfg.name) || cfg.language != clover_protocol::Language::Python {
+            continue;
+        }
+        let python = cfg
+            .python
+            .clone()
+            .context("the corpus names each interpreter")?;
+        let target = cfg
+            .test_dirs
+            .first()
+            .map_or(".".into(), |d| d.display().to_string());
+        // coverage.py takes folders or importable names, not module files.
+        let src = cfg.source_dirs.first().map_or(".".into(), |d| {
+            let s = d.display().to_string();
+            s.strip_suffix(".py").map_or(s.clone(), String::from)
+        });
+        step(&format!("{}: the suite bare and sandboxed", cfg.name));
+        let v = crate::bench::sandbox_bench(
+            root,
+            &[
+                "pytest".into(),
+                SUITE_RUNS.to_string(),
+                cfg.root.display().to_string(),
+                python.display().to_string(),
+                target.clone(),
+                src,
+            ],
+        )?;
+        out.push(Suite {
+            name: cfg.name.clone(),
+            target,
+            bare_secs: v["bare_us"].as_f64().context("no bare time")? / 1e6,
+            sandboxed_secs: v["sandbox_us"].as_f64().context("no sandbox time")? / 1e6,
+        });
+    }
+    Ok(out)
+}
+
+/// Peak memory of one stage at 1× and at 10× the records.
+struct Flat {
+    stage: &'static str,
+    what: String,
+    records: usize,
+    one: Measured,
+    ten: Measured,
+}
+
+impl Flat {
+    fn ratio(&self) -> f64 {
+        self.ten.own_kib as f64 / self.one.own_kib.max(1) as f64
+    }
+}
+
+fn flat_memory(bin: &Path, manifest: &str, work: &Path, results: &[String]) -> Result<Vec<Flat>> {
+    let mut out = Vec::new();
+    // sandbox-run: the first Task I responses of the oracle, each a real pytest run.
+    let responses = work.join(format!("responses-{}.jsonl", MODELS[0]));
+    let mut picked = Vec::new();
+    for line in BufReader::new(std::fs::File::open(&responses)?).lines() {
+        let line = line?;
+        if line.contains("\"task\":\"assertion_cloze\"") {
+            picked.push(line);
+            if picked.len() == FLAT_RECORDS {
+                break;
+            }
+        }
+    }
+    let records = picked.len();
+    let picked_file = work.join("flat-responses.jsonl");
+    std::fs::write(&picked_file, picked.join("\n") + "\n")?;
+    drop(picked);
+    let mut runs = Vec::new();
+    for copies in [1, FLAT_COPIES] {
+        let input = work.join(format!("flat-responses-{copies}x.jsonl"));
+        write_copies(std::slice::from_ref(&picked_file), copies, &input)?;
+        let o = input.with_extension("results.jsonl");
+        let (i, o_s) = (input.display().to_string(), o.display().to_string());
+        step(&format!("clover-sandbox-run {i} ({copies}×)"));
+        #[rustfmt::skip]
+        runs.push(measure(&bin.join("clover-sandbox-run"), &[&i, "--manifest", manifest, "-o", &o_s])?);
+        let (got, want) = (count_lines(&o)?, count_lines(&input)?);
+        anyhow::ensure!(got == want, "{o_s} holds {got} results, not {want}");
+    }
+    out.push(Flat {
+        stage: "sandbox-run",
+        what: "oracle responses of Task I".into(),
+        records,
+        one: runs[0],
+        ten: runs[1],
+    });
+
+    // score: every result of the run.
+    let inputs: Vec<PathBuf> = results.iter().map(PathBuf::from).collect();
+    let mut records = 0;
+    for r in &inputs {
+        records += count_lines(r)?;
+    }
+    let mut runs = Vec::new();
+    for copies in [1, FLAT_COPIES] {
+        let input = work.join(format!("flat-results-{copies}x.jsonl"));
+        write_copies(&inputs, copies, &input)?;
+        let o = input.with_extension("score.json").display().to_string();
+        let i = input.display().to_string();
+        step(&format!("clover-score {i} ({copies}×)"));
+        #[rustfmt::skip]
+        runs.push(measure(&bin.join("clover-score"), &[&i, "--by-repo", "--format", "json", "-o", &o])?);
+    }
+    out.push(Flat {
+        stage: "score",
+        what: "run results of both models".into(),
+        records,
+        one: runs[0],
+        ten: runs[1],
+    });
+    Ok(out)
+}
+
+/// Writes `copies` copies of the record lines of `inputs`, streaming; copy `c > 0` gets `~c`
+/// after its `id` and `instance_id`, so every record is new to the stage and the bytes are
+/// otherwise the same.
+fn write_copies(inputs: &[PathBuf], copies: usize, to: &Path) -> Result<()> {
+    let mut out = BufWriter::new(std::fs::File::create(to)?);
+    for c in 0..copies {
+        for input in inputs {
+            for line in BufReader::new(std::fs::File::open(input)?).lines() {
+                let mut line = line?;
+                if c > 0 {
+                    let v: serde_json::Value = serde_json::from_str(&line)?;
+                    for key in ["id", "instance_id"] {
+                        let Some(old) = v[key].as_str() else { continue };
+                        let from = format!("\"{key}\":{}", serde_json::to_string(old)?);
+                        let to = format!(
+                            "\"{key}\":{}",
+                            serde_json::to_string(&format!("{old}~{c}"))?
+                        );
+                        line = line.replacen(&from, &to, 1);
+                    }
+                }
+                writeln!(out, "{line}")?;
+            }
+        }
+    }
+    out.flush()?;
+    Ok(())
+}
+
+/// Everything the section says.
+struct Figures {
+    names: Vec<String>,
+    packages: Vec<Package>,
+    built: Built,
+    runs: Vec<StageRun>,
+    pipeline_secs: f64,
+    scores: BTreeMap<(String, String), Score>,
+    failures: Vec<String>,
+    durations: BTreeMap<String, (usize, f64)>,
+    suites: Vec<Suite>,
+    flat: Vec<Flat>,
+    /// This command's own peak: the floor of every `wait4` figure.
+    xtask_kib: u64,
+    total_secs: f64,
+}
+
+fn mib(kib: u64) -> String {
+    format!("{:.1} MiB", kib as f64 / 1024.0)
+}
+
+fn pct(x: f64) -> String {
+    format!("{:.1}%", 100.0 * x)
+}
+
+impl Figures {
+    /// The targets this run missed, one line each.
+    fn missed(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for ((repo, task), s) in &self.scores {
+            match s.by_model.get(MODELS[0]) {
+                Some(v) if *v >= ORACLE_TARGET => {}
+                v => out.push(format!(
+                    "{repo} {task}: the oracle scores {} {} (want ≥ {})",
+                    v.map_or("nothing".into(), |v| pct(*v)),
+                    s.metric,
+                    pct(ORACLE_TARGET)
+                )),
+            }
+        }
+        for f in &self.flat {
+            if f.ratio() > FLAT_TARGET {
+                out.push(format!(
+                    "{}: peak memory {} at {}× vs {} at 1× ({:.2}×, want ≤ {FLAT_TARGET}×)",
+                    f.stage,
+                    mib(f.ten.own_kib),
+                    FLAT_COPIES,
+                    mib(f.one.own_kib),
+                    f.ratio()
+                ));
+            }
+        }
+        out
+    }
+
+    fn command(&self) -> String {
+        let mut c = "cargo xtask bench --corpus".to_string();
+        for n in &self.names {
+            c.push(' ');
+            c.push_str(n);
+        }
+        c
+    }
+
+    fn section(&self) -> Result<String> {
+        let mut md = String::new();
+        writeln!(md, "{BEGIN}")?;
+        writeln!(md, "## The whole pipeline on the corpus\n")?;
+        writeln!(
+            md,
+            "Measured by `{}` on {} ({} cores, shared with other work): {:.1} min in all, \
+             of which the pipeline's stages {:.1} min.",
+            self.command(),
+            crate::bench::hostname(),
+            std::thread::available_parallelism().map_or(0, |n| n.get()),
+            self.total_secs / 60.0,
+            self.pipeline_secs / 60.0
+        )?;
+        writeln!(
+            md,
+            "Each package is extracted and calibrated (`--runs 3`) alone; pack-context (seed 0, \
+             default settings and caps) runs once over the joined calibrated records; the \
+             oracle and the `copy-operand` baseline answer the instances of {} only (neither \
+             reads the context, so other settings would run the same candidate files again); \
+             sandbox-run runs once per model, score once over both.\n",
+            RUN_SETTINGS
+                .iter()
+                .map(|s| format!("`{s}`"))
+                .collect::<Vec<_>>()
+                .join(" and ")
+        )?;
+
+        writeln!(md, "### Problems\n")?;
+        writeln!(
+            md,
+            "| package | language | problems extracted | kept by calibrate | excluded (reason: count) | runs in sandbox-run | Σ run seconds |"
+        )?;
+        writeln!(md, "|---|---|---:|---:|---|---:|---:|")?;
+        for p in &self.packages {
+            let excluded = if p.excluded.is_empty() {
+                "—".to_string()
+            } else {
+                p.excluded
+                    .iter()
+                    .map(|(k, v)| format!("{k}: {v}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            let (n, secs) = self.durations.get(&p.name).copied().unwrap_or_default();
+            writeln!(
+                md,
+                "| {} | {} | {} | {} | {excluded} | {n} | {secs:.0} |",
+                p.name, p.language, p.problems, p.kept
+            )?;
+        }
+
+        writeln!(md, "\n### Instances per task and setting\n")?;
+        let mut settings: Vec<&String> = self.built.values().flat_map(|s| s.keys()).collect();
+        settings.sort_by(|a, b| clover_score::setting_order(a, b));
+        settings.dedup();
+        write!(md, "| package | task |")?;
+        for s in &settings {
+            write!(md, " {s} |")?;
+        }
+        writeln!(md, " all |")?;
+        writeln!(md, "|---|---|{}---:|", "---:|".repeat(settings.len()))?;
+        let mut totals: BTreeMap<&String, usize> = BTreeMap::new();
+        for p in &self.packages {
+            for ((repo, task), by) in self.built.iter().filter(|((r, _), _)| *r == p.name) {
+                write!(md, "| {repo} | {task} |")?;
+                for s in &settings {
+                    let n = by.get(*s).copied().unwrap_or(0);
+                    *totals.entry(s).or_default() += n;
+                    write!(md, " {n} |")?;
+                }
+                writeln!(md, " {} |", by.values().sum::<usize>())?;
+            }
+        }
+        write!(md, "| all | all |")?;
+        for s in &settings {
+            write!(md, " {} |", totals.get(s).copied().unwrap_or(0))?;
+        }
+        writeln!(md, " {} |", totals.values().sum::<usize>())?;
+        let packed: Vec<&String> = self.packages.iter().map(|p| &p.name).collect();
+        let none: Vec<&str> = packed
+            .iter()
+            .filter(|n| !self.built.keys().any(|(r, _)| r == **n))
+            .map(|n| n.as_str())
+            .collect();
+        if !none.is_empty() {
+            writeln!(md, "\nNo instances at all: {}.", none.join(", "))?;
+        }
+
+        writeln!(md, "\n### Scores\n")?;
+        writeln!(
+            md,
+            "Headline metric of each task (score's own: RER for Task I, success rate for II \
+             and III, pass rate for C++), pooled over the settings run. Target: the oracle \
+             ≥ {} on every task of every package.\n",
+            pct(ORACLE_TARGET)
+        )?;
+        writeln!(
+            md,
+            "| package | task | metric | instances run | oracle | baseline (copy-operand) |"
+        )?;
+        writeln!(md, "|---|---|---|---:|---:|---:|")?;
+        for p in &self.packages {
+            for ((repo, task), s) in self.scores.iter().filter(|((r, _), _)| *r == p.name) {
+                let get = |m: &str| s.by_model.get(m).map_or("—".into(), |v| pct(*v));
+                let oracle = get(MODELS[0]);
+                let mark = match s.by_model.get(MODELS[0]) {
+                    Some(v) if *v >= ORACLE_TARGET => "",
+                    _ => " ✗",
+                };
+                writeln!(
+                    md,
+                    "| {repo} | {task} | {} | {} | {oracle}{mark} | {} |",
+                    s.metric,
+                    s.n,
+                    get(MODELS[1])
+                )?;
+            }
+        }
+        if !self.failures.is_empty() {
+            const SHOWN: usize = 40;
+            writeln!(
+                md,
+                "\nOracle results that are not a success ({}{}):\n",
+                self.failures.len(),
+                if self.failures.len() > SHOWN {
+                    format!(", the first {SHOWN}")
+                } else {
+                    String::new()
+                }
+            )?;
+            for f in self.failures.iter().take(SHOWN) {
+                writeln!(md, "- {}", f.replace('|', "\\|"))?;
+            }
+        }
+
+        writeln!(md, "\n### Time and memory per stage\n")?;
+        writeln!(
+            md,
+            "Peak memory two ways: the largest process of the stage's tree (`wait4`'s \
+             `ru_maxrss`, pytest, compilers and sandbox supervisors included), and the stage \
+             process alone (its `VmHWM`, sampled every 10 ms). The kernel charges a spawned \
+             process with its parent's peak until it execs, so no tree figure here is below \
+             this command's own peak ({}); a figure near it means the tree stayed under it. \
+             Times and peaks over several processes are sums and maxima.\n",
+            mib(self.xtask_kib)
+        )?;
+        writeln!(
+            md,
+            "| stage | processes | wall time | peak RSS, tree | peak RSS, stage alone |"
+        )?;
+        writeln!(md, "|---|---:|---:|---:|---:|")?;
+        let mut order: Vec<(&str, &str)> = Vec::new();
+        for r in &self.runs {
+            let key = if r.stage == "generate" || r.stage == "sandbox-run" {
+                (r.stage.as_str(), r.subject.as_str())
+            } else {
+                (r.stage.as_str(), "")
+            };
+            if !order.contains(&key) {
+                order.push(key);
+            }
+        }
+        for (stage, subject) in order {
+            let rs: Vec<&StageRun> = self
+                .runs
+                .iter()
+                .filter(|r| r.stage == stage && (subject.is_empty() || r.subject == subject))
+                .collect();
+            let name = if subject.is_empty() {
+                stage.to_string()
+            } else {
+                format!("{stage} ({subject})")
+            };
+            writeln!(
+                md,
+                "| {name} | {} | {:.1} s | {} | {} |",
+                rs.len(),
+                rs.iter().map(|r| r.cost.secs).sum::<f64>(),
+                mib(rs.iter().map(|r| r.cost.tree_kib).max().unwrap_or(0)),
+                mib(rs.iter().map(|r| r.cost.own_kib).max().unwrap_or(0)),
+            )?;
+        }
+        writeln!(md, "\nextract and calibrate per package:\n")?;
+        writeln!(
+            md,
+            "| package | extract | calibrate | calibrate peak RSS, tree | stage alone |"
+        )?;
+        writeln!(md, "|---|---:|---:|---:|---:|")?;
+        for p in &self.packages {
+            let get = |stage: &str| {
+                self.runs
+                    .iter()
+                    .find(|r| r.stage == stage && r.subject == p.name)
+                    .map(|r| r.cost)
+                    .unwrap_or_default()
+            };
+            let (e, c) = (get("extract"), get("calibrate"));
+            writeln!(
+                md,
+                "| {} | {:.2} s | {:.1} s | {} | {} |",
+                p.name,
+                e.secs,
+                c.secs,
+                mib(c.tree_kib),
+                mib(c.own_kib)
+            )?;
+        }
+
+        writeln!(md, "\n### Sandbox overhead on whole suites\n")?;
+        writeln!(
+            md,
+            "Each Python package's suite (`pytest --cov` of its test folder), bare in the \
+             repository and in the sandbox, interleaved, medians of {SUITE_RUNS} \
+             (`sandbox_bench pytest`).\n"
+        )?;
+        writeln!(md, "| package | tests | bare | sandboxed | ratio |")?;
+        writeln!(md, "|---|---|---:|---:|---:|")?;
+        for s in &self.suites {
+            writeln!(
+                md,
+                "| {} | `{}` | {:.2} s | {:.2} s | {:.2}× |",
+                s.name,
+                s.target,
+                s.bare_secs,
+                s.sandboxed_secs,
+                s.sandboxed_secs / s.bare_secs
+            )?;
+        }
+        let bare: f64 = self.suites.iter().map(|s| s.bare_secs).sum();
+        let sand: f64 = self.suites.iter().map(|s| s.sandboxed_secs).sum();
+        if !self.suites.is_empty() {
+            writeln!(
+                md,
+                "| all | | {bare:.2} s | {sand:.2} s | {:.2}× |",
+                sand / bare
+            )?;
+        }
+
+        writeln!(md, "\n### Memory against the number of records\n")?;
+        writeln!(
+            md,
+            "The same records, then {FLAT_COPIES} copies of each with new ids. Target: the \
+             stage alone ≤ {FLAT_TARGET}× its 1× peak.\n"
+        )?;
+        writeln!(
+            md,
+            "| stage | input | records 1× | peak 1×, stage alone | peak {FLAT_COPIES}×, stage alone | ratio | peak 1× / {FLAT_COPIES}×, tree | wall 1× / {FLAT_COPIES}× |"
+        )?;
+        writeln!(md, "|---|---|---:|---:|---:|---:|---:|---:|")?;
+        for f in &self.flat {
+            writeln!(
+                md,
+                "| {} | {} | {} | {} | {} | {:.2}× | {} / {} | {:.1} s / {:.1} s |",
+                f.stage,
+                f.what,
+                f.records,
+                mib(f.one.own_kib),
+                mib(f.ten.own_kib),
+                f.ratio(),
+                mib(f.one.tree_kib),
+                mib(f.ten.tree_kib),
+                f.one.secs,
+                f.ten.secs
+            )?;
+        }
+        writeln!(md, "{END}")?;
+        Ok(md)
+    }
+}
