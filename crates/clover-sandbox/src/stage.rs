@@ -316,7 +316,7 @@ pub struct Summary {
 /// What a worker runs: one response, or the responses to every chunk of one C++ source.
 #[derive(Debug)]
 enum Job {
-    One(Response),
+    One(Box<Response>),
     File(Vec<Response>),
 }
 
@@ -441,7 +441,7 @@ pub fn run_responses(
                         continue;
                     }
                     match response.chunk() {
-                        None => ready.push_back((line, id, Job::One(response))),
+                        None => ready.push_back((line, id, Job::One(Box::new(response)))),
                         Some(chunk) => ready.extend(open.add(line, id, chunk.count, response)),
                     }
                 }
