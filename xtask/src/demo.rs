@@ -1,10 +1,12 @@
 //! `cargo xtask demo`: the whole pipeline on the embedded fixtures, from a release build.
 //!
 //! extract → calibrate → pack-context → generate (the oracle and a trivial baseline) →
-//! sandbox-run → score, each stage's output kept in `target/demo/` for reading afterwards.
-//! The instance counts are capped so the demo ends in a few minutes on 2 cores.
+//! sandbox-run → score on both fixtures (`fixtures/python`, `fixtures/cpp`; their instances
+//! joined before generate), each stage's output kept in `target/demo/` for reading
+//! afterwards. The Python instance counts are capped so the demo ends in a few minutes on 2
+//! cores.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::{Context, Result};
 
@@ -17,65 +19,82 @@ pub fn run(root: &Path) -> Result<()> {
     let clover = root.join("target/release/clover");
     let out = root.join("target/demo");
     std::fs::create_dir_all(&out)?;
-    let file = |name: &str| -> PathBuf { out.join(name) };
-    let python_repo = root.join("fixtures/python");
-    let manifest = python_repo.join("clover.toml");
+    let file = |name: &str| -> String { out.join(name).display().to_string() };
+    let python = env.python.display().to_string();
+    let tokenizer = env.tokenizer.display().to_string();
 
     step("clover --list");
     duct::cmd!(&clover, "--list").run()?;
 
-    for (name, dir) in [("python", "fixtures/python"), ("cpp", "fixtures/cpp")] {
+    // Each fixture through extract, calibrate and pack-context on its own: the Python tasks
+    // in three settings, capped; C++ in its default setting (problem only), one instance per
+    // chunk of each source. A context budget would hold nothing for C++ but the same prompt.
+    let mut instances = String::new();
+    for (name, pack_flags) in [
+        (
+            "python",
+            &[
+                "--settings",
+                "po,8k,64k",
+                "--cloze-per-repo",
+                "12",
+                "--targeted-per-repo",
+                "6",
+                "--coverage-per-repo",
+                "4",
+            ][..],
+        ),
+        ("cpp", &[][..]),
+    ] {
+        let repo = root.join("fixtures").join(name).display().to_string();
+        let problems = file(&format!("problems-{name}.jsonl"));
+        let calibrated = file(&format!("calibrated-{name}.jsonl"));
+        let packed = file(&format!("instances-{name}.jsonl"));
+        stage(&clover, &["extract", "--repo", &repo, "-o", &problems])?;
         stage(
             &clover,
             &[
-                "extract",
+                "calibrate",
+                &problems,
                 "--repo",
-                &root.join(dir).display().to_string(),
+                &repo,
+                "--python",
+                &python,
+                "--runs",
+                "2",
                 "-o",
-                &file(&format!("problems-{name}.jsonl"))
-                    .display()
-                    .to_string(),
+                &calibrated,
             ],
         )?;
-    }
-    stage(
-        &clover,
-        &[
-            "calibrate",
-            &file("problems-python.jsonl").display().to_string(),
-            "--manifest",
-            &manifest.display().to_string(),
-            "--python",
-            &env.python.display().to_string(),
-            "--runs",
-            "2",
-            "-o",
-            &file("calibrated.jsonl").display().to_string(),
-        ],
-    )?;
-    stage(
-        &clover,
-        &[
+        let mut args = vec![
             "pack-context",
-            &file("calibrated.jsonl").display().to_string(),
-            "--manifest",
-            &manifest.display().to_string(),
+            &calibrated,
+            "--repo",
+            &repo,
             "--tokenizer",
-            &env.tokenizer.display().to_string(),
+            &tokenizer,
             "--seed",
             "0",
-            "--settings",
-            "po,8k,64k",
-            "--cloze-per-repo",
-            "12",
-            "--targeted-per-repo",
-            "6",
-            "--coverage-per-repo",
-            "4",
             "-o",
-            &file("instances.jsonl").display().to_string(),
-        ],
-    )?;
+            &packed,
+        ];
+        args.extend_from_slice(pack_flags);
+        stage(&clover, &args)?;
+        instances.push_str(&std::fs::read_to_string(&packed)?);
+    }
+    std::fs::write(out.join("instances.jsonl"), instances)?;
+    // From here on both fixtures at once.
+    let repos = [
+        "--repo".to_string(),
+        root.join("fixtures/python").display().to_string(),
+        "--repo".to_string(),
+        root.join("fixtures/cpp").display().to_string(),
+    ];
+    let with_repos = |args: &[&str]| -> Vec<String> {
+        let mut v: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+        v.extend(repos.iter().cloned());
+        v
+    };
     let mut results = Vec::new();
     for model in ["oracle", "copy-operand"] {
         let responses = file(&format!("responses-{model}.jsonl"));
@@ -83,53 +102,48 @@ pub fn run(root: &Path) -> Result<()> {
         stage(
             &clover,
             &[
-                "generate",
-                &file("instances.jsonl").display().to_string(),
-                "--model",
-                model,
-                "-o",
-                &responses.display().to_string(),
+                "generate".to_string(),
+                file("instances.jsonl"),
+                "--model".into(),
+                model.into(),
+                "-o".into(),
+                responses.clone(),
             ],
         )?;
+        // The answers to the chunks of a C++ source are joined here into one test file,
+        // compiled, run and measured once.
         stage(
             &clover,
-            &[
+            &with_repos(&[
                 "sandbox-run",
-                &responses.display().to_string(),
-                "--manifest",
-                &manifest.display().to_string(),
+                &responses,
                 "--python",
-                &env.python.display().to_string(),
+                &python,
                 "-o",
-                &result.display().to_string(),
-            ],
+                &result,
+            ]),
         )?;
-        results.push(result.display().to_string());
+        results.push(result);
     }
     step("clover score");
     let mut args = vec!["score".to_string()];
     args.extend(results.iter().cloned());
     duct::cmd(&clover, &args).run().context("score failed")?;
     let html = file("report.html");
-    args.extend([
-        "--format".into(),
-        "html".into(),
-        "-o".into(),
-        html.display().to_string(),
-    ]);
+    args.extend(["--format".into(), "html".into(), "-o".into(), html.clone()]);
     duct::cmd(&clover, &args).stdout_null().run()?;
     println!(
-        "\nevery stage's output is in {}; the HTML report is {}",
-        out.display(),
-        html.display()
+        "\nevery stage's output is in {}; the HTML report is {html}",
+        out.display()
     );
     Ok(())
 }
 
 /// Runs `clover ARGS…`, announcing it; a bad-records exit (3) is reported but not fatal.
-fn stage(clover: &Path, args: &[&str]) -> Result<()> {
+fn stage(clover: &Path, args: &[impl AsRef<str>]) -> Result<()> {
+    let args: Vec<&str> = args.iter().map(AsRef::as_ref).collect();
     step(&format!("clover {}", args.join(" ")));
-    let status = duct::cmd(clover, args).unchecked().run()?.status;
+    let status = duct::cmd(clover, &args).unchecked().run()?.status;
     match status.code() {
         Some(0) => Ok(()),
         Some(3) => {

@@ -1,6 +1,7 @@
 //! End-to-end tests of the clover tools: the real binaries, run the way users run them.
 
 mod bad_input;
+mod cpp_pipeline;
 mod determinism;
 mod examples;
 mod pack_data;

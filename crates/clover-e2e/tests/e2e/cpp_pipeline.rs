@@ -1,0 +1,325 @@
+//! The whole pipeline on the C++ fixture, the way the demo runs it: extract → calibrate →
+//! pack-context → generate (the oracle and a trivial baseline) → sandbox-run → score. The
+//! fixture's `tokenizer.cc` is long enough to be cut into chunks, each its own instance; their
+//! answers must come back as one test file per source, compiled, run and measured once. The
+//! oracle must compile, pass and cover what the ground truth covers on every source; the
+//! baseline (one `EXPECT_TRUE(true)` per chunk) compiles and passes but covers nothing, so its
+//! success rate must be far below.
+
+use std::path::{Path, PathBuf};
+
+use clover_protocol::{FileCoverage, Instance, Outcome, Response, RunResult};
+
+use crate::support::{run_ok, tool};
+
+/// Root (the sandbox), the C++ tools, and the tokenizer.
+fn cpp_ready() -> Option<PathBuf> {
+    clover_testkit::root()?;
+    for tool in [
+        "/usr/bin/g++",
+        "/usr/bin/gcovr",
+        "/usr/include/gtest/gtest.h",
+    ] {
+        clover_testkit::require(tool, Path::new(tool).exists().then_some(()))?;
+    }
+    clover_testkit::tokenizer_model()
+}
+
+fn read<T: clover_protocol::Record>(path: &Path) -> Vec<T> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// What a run must reproduce, by result id (sorted): the outcome and the lines covered. (A
+/// whole record also holds the test binary's output, with its timings.)
+fn facts(results: &Path) -> Vec<(String, Outcome, Vec<FileCoverage>)> {
+    let mut out: Vec<_> = read::<RunResult>(results)
+        .into_iter()
+        .map(|r| (r.id, r.outcome, r.coverage))
+        .collect();
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out
+}
+
+/// The fixture's instances in `dir`: extract, calibrate (one run), pack-context.
+fn cpp_instances(dir: &Path, tokenizer: &Path) -> PathBuf {
+    let fixture = clover_testkit::fixture("cpp");
+    let problems = dir.join("problems.jsonl");
+    let calibrated = dir.join("calibrated.jsonl");
+    let instances = dir.join("instances.jsonl");
+    run_ok(
+        tool("extract")
+            .arg("--repo")
+            .arg(&fixture)
+            .arg("-o")
+            .arg(&problems),
+        0,
+    );
+    run_ok(
+        tool("calibrate")
+            .arg(&problems)
+            .arg("--repo")
+            .arg(&fixture)
+            .args(["--runs", "1"])
+            .arg("-o")
+            .arg(&calibrated),
+        0,
+    );
+    run_ok(
+        tool("pack-context")
+            .arg(&calibrated)
+            .arg("--repo")
+            .arg(&fixture)
+            .arg("--tokenizer")
+            .arg(tokenizer)
+            .args(["--seed", "0"])
+            .arg("-o")
+            .arg(&instances),
+        0,
+    );
+    instances
+}
+
+/// `generate --model MODEL` over the instances, then `sandbox-run` with `extra` flags.
+fn answer_and_run(instances: &Path, model: &str, dir: &Path) -> (PathBuf, PathBuf) {
+    let responses = dir.join(format!("responses-{model}.jsonl"));
+    let results = dir.join(format!("results-{model}.jsonl"));
+    run_ok(
+        tool("generate")
+            .arg(instances)
+            .args(["--model", model])
+            .arg("-o")
+            .arg(&responses),
+        0,
+    );
+    run_ok(sandbox_run(&responses).arg("-o").arg(&results), 0);
+    (responses, results)
+}
+
+fn sandbox_run(responses: &Path) -> std::process::Command {
+    let mut cmd = tool("sandbox-run");
+    cmd.arg(responses)
+        .arg("--repo")
+        .arg(clover_testkit::fixture("cpp"));
+    cmd
+}
+
+/// One test, so the instances (a C++ calibration) are made once; its own folder, since the
+/// shared one is reset by every e2e test process.
+#[test]
+fn cpp_oracle_succeeds_on_every_source_and_chunks_join_into_one_file() {
+    let Some(tokenizer) = cpp_ready() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let instances = cpp_instances(dir.path(), &tokenizer);
+    oracle_and_baseline(&instances, dir.path());
+    shards_resume_and_missing_answers(&instances, dir.path());
+}
+
+/// The oracle compiles, passes and covers what the ground truth covers on every source; the
+/// baseline passes but covers nothing.
+fn oracle_and_baseline(instances: &Path, dir: &Path) {
+    let chunked: Vec<Instance> = read(instances);
+    let sources: std::collections::BTreeSet<&str> =
+        chunked.iter().map(|i| i.file_instance_id()).collect();
+    assert_eq!(sources.len(), 3, "three source/test pairs in the fixture");
+    assert!(
+        chunked.len() > sources.len(),
+        "tokenizer.cc is cut into chunks, each its own instance"
+    );
+
+    let mut results = Vec::new();
+    for model in ["oracle", "copy-operand"] {
+        let (_, path) = answer_and_run(instances, model, dir);
+        let got: Vec<RunResult> = read(&path);
+        let ids: std::collections::BTreeSet<String> =
+            got.iter().map(|r| r.instance_id.clone()).collect();
+        assert_eq!(
+            got.len(),
+            3,
+            "{model}: one result per source, not per chunk"
+        );
+        assert_eq!(
+            ids,
+            sources.iter().map(|s| s.to_string()).collect(),
+            "{model}: results carry the file instance ids"
+        );
+        let tk = got
+            .iter()
+            .find(|r| r.instance_id.contains("tokenizer.cc"))
+            .unwrap();
+        assert_eq!(
+            tk.scoring["chunk_instance_ids"].as_array().unwrap().len(),
+            chunked
+                .iter()
+                .filter(|i| i.file_instance_id() == tk.instance_id)
+                .count(),
+            "{model}: every chunk of tokenizer.cc went into its one file"
+        );
+        results.push(path);
+    }
+
+    let ran = run_ok(tool("score").args(&results).args(["--format", "json"]), 0);
+    let report: serde_json::Value = serde_json::from_slice(&ran.stdout).expect("score's JSON");
+    let metrics = |model: &str| -> &serde_json::Value {
+        let row = report["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["model"] == model && r["task"] == "cpp_unit_test" && r["repo"] == "*")
+            .unwrap_or_else(|| panic!("no cpp_unit_test row of {model}"));
+        assert_eq!(row["n"], 3, "{row}");
+        &row["metrics"]
+    };
+    let value =
+        |m: &serde_json::Value, k: &str| m[k].as_f64().unwrap_or_else(|| panic!("no {k} in {m}"));
+    let (oracle, baseline) = (metrics("oracle"), metrics("copy-operand"));
+    for k in [
+        "compile_rate",
+        "pass_rate",
+        "success_rate",
+        "focal_coverage_vs_gt",
+    ] {
+        assert!(value(oracle, k) >= 0.95, "the oracle's {k}: {oracle}");
+    }
+    // The baseline compiles and passes — it is a valid test file — but tests nothing.
+    assert_eq!(value(baseline, "pass_rate"), 1.0, "{baseline}");
+    for k in ["success_rate", "focal_coverage_vs_gt"] {
+        assert!(
+            value(baseline, k) <= value(oracle, k) - 0.5,
+            "the baseline's {k} is too near the oracle's: {baseline} vs {oracle}"
+        );
+    }
+}
+
+/// The chunks of a source stay together through `--shard` and `--resume`, and a source whose
+/// chunk responses did not all arrive gets a result that says so, with nothing run. Reuses
+/// the oracle's responses and results that [`oracle_and_baseline`] left in `dir`.
+fn shards_resume_and_missing_answers(instances: &Path, dir: &Path) {
+    let responses = dir.join("responses-oracle.jsonl");
+    let whole = dir.join("results-oracle.jsonl");
+
+    // generate's shards: every chunk of a source in one shard (by instance id, the two
+    // chunks of tokenizer.cc would fall in different shards of two).
+    let mut seen = std::collections::BTreeMap::new();
+    for k in 0..2 {
+        let shard_responses = dir.join(format!("responses-{k}.jsonl"));
+        run_ok(
+            tool("generate")
+                .arg(instances)
+                .args(["--model", "oracle", "--shard", &format!("{k}/2")])
+                .arg("-o")
+                .arg(&shard_responses),
+            0,
+        );
+        for r in read::<Response>(&shard_responses) {
+            let file = r.file_response_id().into_owned();
+            assert_eq!(
+                *seen.entry(file.clone()).or_insert(k),
+                k,
+                "{file}: chunks in two shards"
+            );
+        }
+    }
+    assert_eq!(seen.len(), 3, "every source in some shard");
+    // sandbox-run's shards: together, the whole run's files, each once, with the same
+    // outcomes and lines.
+    let mut joined = Vec::new();
+    for k in 0..2 {
+        let out = dir.join(format!("shard-{k}.jsonl"));
+        run_ok(
+            sandbox_run(&responses)
+                .args(["--shard", &format!("{k}/2")])
+                .arg("-o")
+                .arg(&out),
+            0,
+        );
+        let got = facts(&out);
+        assert!(
+            got.len() < 3,
+            "shard {k} holds every source: the split did nothing"
+        );
+        joined.extend(got);
+    }
+    joined.sort_by(|a, b| a.0.cmp(&b.0));
+    assert_eq!(joined, facts(&whole));
+
+    // --resume: an output holding the chunked source's result skips both its chunks.
+    let resumed = dir.join("resumed.jsonl");
+    let tk_line = std::fs::read_to_string(&whole)
+        .unwrap()
+        .lines()
+        .find(|l| {
+            serde_json::from_str::<RunResult>(l)
+                .unwrap()
+                .id
+                .contains("tokenizer.cc")
+        })
+        .unwrap()
+        .to_string();
+    std::fs::write(
+        clover_protocol::partial_path(&resumed),
+        format!("{tk_line}\n"),
+    )
+    .unwrap();
+    let ran = run_ok(
+        sandbox_run(&responses)
+            .arg("-o")
+            .arg(&resumed)
+            .arg("--resume"),
+        0,
+    );
+    let chunks = read::<Instance>(instances)
+        .iter()
+        .filter(|i| i.id.contains("tokenizer.cc"))
+        .count();
+    assert!(
+        ran.stderr.contains(&format!("{chunks} already done")),
+        "{}",
+        ran.stderr
+    );
+    assert_eq!(
+        facts(&resumed),
+        facts(&whole),
+        "the resumed run holds every file once"
+    );
+
+    // A missing chunk: only the first chunk's response of tokenizer.cc.
+    let first_only = dir.join("first-chunk.jsonl");
+    let line = std::fs::read_to_string(&responses)
+        .unwrap()
+        .lines()
+        .find(|l| {
+            serde_json::from_str::<Response>(l)
+                .unwrap()
+                .instance_id
+                .ends_with("tokenizer.cc#cpp_unit_test#po#0")
+        })
+        .unwrap()
+        .to_string();
+    std::fs::write(&first_only, format!("{line}\n")).unwrap();
+    let out = dir.join("incomplete.jsonl");
+    let ran = run_ok(sandbox_run(&first_only).arg("-o").arg(&out), 0);
+    assert!(
+        ran.stderr.contains("missed the response to a chunk"),
+        "{}",
+        ran.stderr
+    );
+    let got: Vec<RunResult> = read(&out);
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].outcome, Outcome::Error);
+    assert!(got[0].candidate.is_none(), "nothing ran");
+    let message = got[0].message.as_deref().unwrap_or("");
+    assert!(
+        message.contains("no response for chunk(s) 1 of the 2"),
+        "{message}"
+    );
+    let ran = run_ok(tool("score").arg(&out).args(["--format", "json"]), 0);
+    let report: serde_json::Value = serde_json::from_slice(&ran.stdout).unwrap();
+    assert_eq!(
+        report["rows"][0]["metrics"]["compile_rate"], 0.0,
+        "an incomplete file was never compiled"
+    );
+}
