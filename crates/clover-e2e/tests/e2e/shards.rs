@@ -143,3 +143,19 @@ fn generate_shards_join_to_the_whole() {
     run_ok(&mut make(None, &whole), 0);
     assert_shards(dir.path(), &whole, &|shard, out| make(Some(shard), out));
 }
+
+#[test]
+fn sandbox_run_shards_join_to_the_whole() {
+    let (Some(python), Some(tokenizer)) = (sandbox_python(), clover_testkit::tokenizer_model())
+    else {
+        return;
+    };
+    let responses = python_oracle_responses(&python, &tokenizer);
+    let whole = python_oracle_results(&python, &tokenizer);
+    let dir = tempfile::tempdir().unwrap();
+    assert_shards(dir.path(), whole, &|shard, out| {
+        let mut cmd = sandbox_run(&python, responses, out);
+        cmd.args(["--shard", shard]);
+        cmd
+    });
+}
