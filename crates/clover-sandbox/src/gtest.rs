@@ -13,7 +13,13 @@
 //! 2. write the cached objects and the candidate into a fresh view, compile and link the
 //!    candidate (diagnostics to `.clover-out/compile.txt`), then `exec` the test binary, so
 //!    the run's exit status is the binary's own; read back the report and the `.gcda` files.
-//! 3. write `.gcno` + `.gcda` into another fresh view and run `gcovr --cobertura` there.
+//! 3. write `.gcno` + `.gcda` into another fresh view and run `gcovr --cobertura` there; its
+//!    report gives the covered lines and the executable (instrumented) ones.
+//!
+//! A test file that runs many times (calibration: the ground truth as a whole, then each
+//! `TEST` alone) is built once instead: [`GtestRun::build`] compiles and links it in step 2's
+//! view and reads the binary back, and every [`TestBinary::run`] writes it into a fresh view
+//! and `exec`s it there.
 //!
 //! `.gcda` counters exist only in the view of the run that wrote them and in the one that
 //! reads them, so no run ever counts into another's coverage.
@@ -30,7 +36,7 @@ use std::time::Duration;
 use clover_protocol::{FileCoverage, LimitHit, Outcome, TestCase, TestOutcome};
 use globset::{Glob, GlobSet, GlobSetBuilder};
 
-use crate::report::{parse_cobertura, parse_junit};
+use crate::report::{parse_cobertura_lines, parse_junit, FileLines};
 use crate::spec::{Collected, ExitStatus, Limits, RunOutput, RunSpec, WriteFile};
 use crate::{Sandbox, SandboxError};
 
@@ -538,12 +544,14 @@ pub struct GtestResult {
     pub tests: Vec<TestCase>,
     /// Covered lines of the library's files (below the source folders).
     pub coverage: Vec<FileCoverage>,
+    /// Executable (instrumented) lines of the same files, covered or not.
+    pub executable: Vec<FileCoverage>,
     pub message: Option<String>,
-    /// The compile-and-run step.
+    /// The compile-and-run step (for [`TestBinary::run`], the run alone).
     pub run: RunOutput,
 }
 
-impl GtestRun<'_> {
+impl<'a> GtestRun<'a> {
     /// Compiles, runs and measures the candidate. `Err` means a run could not be carried out
     /// or the library under test does not compile; a candidate that does not compile is
     /// `Ok` with outcome `compile_error`.
@@ -552,11 +560,101 @@ impl GtestRun<'_> {
         sandbox: &Sandbox,
         cache: &LibraryCache,
     ) -> Result<GtestResult, LibraryError> {
+        let (lib, repo) = self.library(sandbox, cache)?;
+        // The test binary replaces the shell, so the run's exit status is its own.
+        let script = format!("{}\nexec ./{TEST_BINARY} \"$@\"\n", self.build_script(&lib));
+        let mut spec = self.build_spec(&repo, &lib, script);
+        spec.argv.extend(run_args(&self.filter));
+        spec.collect
+            .extend(lib.objects.iter().map(|o| o.path("gcda")));
+        spec.collect.push(GTEST_XML.into());
+        let run = sandbox.run(&spec)?;
+        if let Some(failed) = compile_error(&run) {
+            return Ok(failed);
+        }
+        Measure {
+            project: self.project,
+            repo: &repo,
+            lib: &lib,
+            limits: &self.limits,
+        }
+        .result(sandbox, run)
+    }
+
+    /// Compiles and links the test file once, for several runs of [`TestBinary::run`] (a
+    /// ground truth run as a whole and then test by test). `Ok(Err(_))` is a test file that
+    /// does not compile (outcome `compile_error`), or a build that ended without a binary.
+    /// `self.filter` is not used: each run names its own.
+    pub fn build(
+        &self,
+        sandbox: &Sandbox,
+        cache: &LibraryCache,
+    ) -> Result<Result<TestBinary<'a>, GtestResult>, LibraryError> {
+        let (lib, repo) = self.library(sandbox, cache)?;
+        let script = self.build_script(&lib);
+        let mut spec = self.build_spec(&repo, &lib, script);
+        spec.collect.push(TEST_BINARY.into());
+        let run = sandbox.run(&spec)?;
+        if let Some(failed) = compile_error(&run) {
+            return Ok(Err(failed));
+        }
+        let binary = match run.file(TEST_BINARY) {
+            Some(Collected::Read {
+                bytes,
+                truncated: false,
+            }) if run.exit.success() => bytes.clone(),
+            _ => {
+                // Out of time or killed: say so; else the binary is missing or too large.
+                let ended = run.limit_hit.is_some() || run.exit.signal().is_some();
+                let (outcome, message) = match ended {
+                    true => {
+                        crate::spec::verdict_of_ending("the build", run.exit, run.limit_hit, None)
+                            .err()
+                            .unwrap_or((Outcome::Error, None))
+                    }
+                    false => (Outcome::Error, None),
+                };
+                let message = message.unwrap_or_else(|| {
+                    format!(
+                        "the build ended ({:?}) without a whole test binary",
+                        run.exit
+                    )
+                });
+                return Ok(Err(GtestResult {
+                    outcome,
+                    tests: Vec::new(),
+                    coverage: Vec::new(),
+                    executable: Vec::new(),
+                    message: Some(message),
+                    run,
+                }));
+            }
+        };
+        Ok(Ok(TestBinary {
+            project: self.project,
+            repo,
+            lib,
+            binary,
+        }))
+    }
+
+    fn library(
+        &self,
+        sandbox: &Sandbox,
+        cache: &LibraryCache,
+    ) -> Result<(Arc<LibraryBuild>, PathBuf), LibraryError> {
         let p = self.project;
         let lib = cache.library(sandbox, p, &self.limits)?;
         let repo = p.repo.canonicalize().map_err(|e| {
             LibraryError::Sandbox(SandboxError::io("opening the repository", &p.repo, e))
         })?;
+        Ok((lib, repo))
+    }
+
+    /// Shell lines that compile and link the candidate into [`TEST_BINARY`]; on failure they
+    /// leave the diagnostics in [`COMPILE_LOG`], mark [`COMPILE_FAILED`] and exit 1.
+    fn build_script(&self, lib: &LibraryBuild) -> String {
+        let p = self.project;
         let cand = self.test_file.path.to_string_lossy().into_owned();
         let flags = p.include_flags();
         let base = || {
@@ -578,22 +676,16 @@ impl GtestRun<'_> {
                 .chain(["--coverage", "-o", TEST_BINARY])
                 .chain(libs.iter().map(String::as_str)),
         );
-        // The test binary replaces the shell, so the run's exit status is its own.
-        let script = format!(
-            "if ! {{ {compile} && {link}; }} > {COMPILE_LOG} 2>&1; then : > {COMPILE_FAILED}; exit 1; fi\nexec ./{TEST_BINARY} \"$@\"\n"
-        );
-        let mut argv: Vec<OsString> = vec![
-            "/bin/sh".into(),
-            "-c".into(),
-            script.into(),
-            "gtest".into(),
-            format!("--gtest_output=xml:{GTEST_XML}").into(),
-        ];
-        if !self.filter.is_empty() {
-            argv.push(format!("--gtest_filter={}", self.filter.join(":")).into());
-        }
-        let mut spec = RunSpec::new(&repo, argv);
-        spec.env = p.env.clone();
+        format!(
+            "if ! {{ {compile} && {link}; }} > {COMPILE_LOG} 2>&1; then : > {COMPILE_FAILED}; exit 1; fi"
+        )
+    }
+
+    /// The view that builds the candidate: the library's objects and the test file written
+    /// in, the compiler's report collected.
+    fn build_spec(&self, repo: &Path, lib: &LibraryBuild, script: String) -> RunSpec {
+        let mut spec = RunSpec::new(repo, ["/bin/sh", "-c", &script, "gtest"]);
+        spec.env = self.project.env.clone();
         spec.files = lib
             .objects
             .iter()
@@ -604,27 +696,98 @@ impl GtestRun<'_> {
             .collect();
         spec.files.push(self.test_file.clone());
         spec.writable_dirs = vec![BUILD_DIR.into(), LIB_DIR.into(), OUT_DIR.into()];
-        spec.collect = vec![GTEST_XML.into(), COMPILE_LOG.into(), COMPILE_FAILED.into()];
-        spec.collect
-            .extend(lib.objects.iter().map(|o| o.path("gcda")));
+        spec.collect = vec![COMPILE_LOG.into(), COMPILE_FAILED.into()];
         spec.limits = self.limits.clone();
-        let run = sandbox.run(&spec)?;
+        spec
+    }
+}
 
-        let compile_failed = matches!(run.file(COMPILE_FAILED), Some(Collected::Read { .. }));
-        if compile_failed && run.limit_hit.is_none() {
-            let log = run
-                .file(COMPILE_LOG)
-                .and_then(Collected::bytes)
-                .map(|b| String::from_utf8_lossy(b).into_owned())
-                .unwrap_or_default();
-            return Ok(GtestResult {
-                outcome: Outcome::CompileError,
-                tests: Vec::new(),
-                coverage: Vec::new(),
-                message: Some(first_errors(&log)),
-                run,
-            });
+/// The test binary's arguments: its XML report, and the filter if there is one.
+fn run_args(filter: &[String]) -> Vec<OsString> {
+    let mut args: Vec<OsString> = vec![format!("--gtest_output=xml:{GTEST_XML}").into()];
+    if !filter.is_empty() {
+        args.push(format!("--gtest_filter={}", filter.join(":")).into());
+    }
+    args
+}
+
+/// The `compile_error` result of a run whose build failed (and not for want of time).
+fn compile_error(run: &RunOutput) -> Option<GtestResult> {
+    let failed = matches!(run.file(COMPILE_FAILED), Some(Collected::Read { .. }));
+    if !failed || run.limit_hit.is_some() {
+        return None;
+    }
+    let log = run
+        .file(COMPILE_LOG)
+        .and_then(Collected::bytes)
+        .map(|b| String::from_utf8_lossy(b).into_owned())
+        .unwrap_or_default();
+    Some(GtestResult {
+        outcome: Outcome::CompileError,
+        tests: Vec::new(),
+        coverage: Vec::new(),
+        executable: Vec::new(),
+        message: Some(first_errors(&log)),
+        run: run.clone(),
+    })
+}
+
+/// A test file compiled and linked once ([`GtestRun::build`]). Every [`TestBinary::run`]
+/// starts from a fresh view of the repository, so `.gcda` counters start at zero and no run
+/// sees another's files, as with a build per run.
+#[derive(Debug)]
+pub struct TestBinary<'a> {
+    project: &'a CppProject,
+    repo: PathBuf,
+    lib: Arc<LibraryBuild>,
+    binary: Vec<u8>,
+}
+
+impl TestBinary<'_> {
+    /// Runs the binary (with `--gtest_filter` when `filter` names tests) and measures it.
+    pub fn run(
+        &self,
+        sandbox: &Sandbox,
+        filter: &[String],
+        limits: &Limits,
+    ) -> Result<GtestResult, LibraryError> {
+        // Files are written without the execute bit; the binary is the sandbox user's, so it
+        // may give itself one. Then it replaces the shell: the exit status is its own.
+        let script = format!("chmod u+x {TEST_BINARY} && exec ./{TEST_BINARY} \"$@\"");
+        let mut spec = RunSpec::new(&self.repo, ["/bin/sh", "-c", &script, "gtest"]);
+        spec.argv.extend(run_args(filter));
+        spec.env = self.project.env.clone();
+        spec.files = vec![WriteFile {
+            path: TEST_BINARY.into(),
+            contents: self.binary.clone(),
+        }];
+        spec.writable_dirs = vec![BUILD_DIR.into(), LIB_DIR.into(), OUT_DIR.into()];
+        spec.collect = vec![GTEST_XML.into()];
+        spec.collect
+            .extend(self.lib.objects.iter().map(|o| o.path("gcda")));
+        spec.limits = limits.clone();
+        let run = sandbox.run(&spec)?;
+        Measure {
+            project: self.project,
+            repo: &self.repo,
+            lib: &self.lib,
+            limits,
         }
+        .result(sandbox, run)
+    }
+}
+
+/// Turns a finished run of a test binary into its result: the report, the verdict, and the
+/// coverage of its counters.
+struct Measure<'a> {
+    project: &'a CppProject,
+    repo: &'a Path,
+    lib: &'a LibraryBuild,
+    limits: &'a Limits,
+}
+
+impl Measure<'_> {
+    fn result(&self, sandbox: &Sandbox, run: RunOutput) -> Result<GtestResult, LibraryError> {
         let (tests, report_problem) = match run.file(GTEST_XML) {
             Some(Collected::Read { bytes, .. }) => match parse_junit(bytes) {
                 Ok(t) => (Some(t), None),
@@ -640,7 +803,8 @@ impl GtestRun<'_> {
             _ => (None, None),
         };
         let (outcome, message) = judge(run.exit, run.limit_hit, tests.as_deref());
-        let gcda: Vec<(PathBuf, Vec<u8>)> = lib
+        let gcda: Vec<(PathBuf, Vec<u8>)> = self
+            .lib
             .objects
             .iter()
             .filter_map(|o| {
@@ -654,15 +818,31 @@ impl GtestRun<'_> {
                 }
             })
             .collect();
-        let coverage = if gcda.is_empty() {
+        let lines = if gcda.is_empty() {
             Vec::new()
         } else {
-            self.coverage(sandbox, &repo, &lib, gcda)?
+            self.coverage(sandbox, gcda)?
         };
+        let (coverage, executable) = lines
+            .into_iter()
+            .map(|f| {
+                (
+                    FileCoverage {
+                        path: f.path.clone(),
+                        lines: f.covered,
+                    },
+                    FileCoverage {
+                        path: f.path,
+                        lines: f.executable,
+                    },
+                )
+            })
+            .unzip();
         Ok(GtestResult {
             outcome,
             tests: tests.unwrap_or_default(),
             coverage,
+            executable,
             message: report_problem.or(message),
             run,
         })
@@ -672,10 +852,9 @@ impl GtestRun<'_> {
     fn coverage(
         &self,
         sandbox: &Sandbox,
-        repo: &Path,
-        lib: &LibraryBuild,
         gcda: Vec<(PathBuf, Vec<u8>)>,
-    ) -> Result<Vec<FileCoverage>, SandboxError> {
+    ) -> Result<Vec<FileLines>, SandboxError> {
+        let repo = self.repo;
         let mut spec = RunSpec::new(
             repo,
             [
@@ -687,7 +866,8 @@ impl GtestRun<'_> {
                 LIB_DIR.into(),
             ],
         );
-        spec.files = lib
+        spec.files = self
+            .lib
             .objects
             .iter()
             .map(|o| WriteFile {
@@ -710,7 +890,7 @@ impl GtestRun<'_> {
         let Some(bytes) = out.file(COVERAGE_XML).and_then(Collected::bytes) else {
             return Ok(Vec::new());
         };
-        let mut cov = parse_cobertura(bytes, repo).unwrap_or_default();
+        let mut cov = parse_cobertura_lines(bytes, repo).unwrap_or_default();
         let dirs: Vec<&Path> = self
             .project
             .source_dirs

@@ -277,6 +277,27 @@ fn merge_repeats(cases: Vec<Case>) -> Vec<TestCase> {
 /// result exists, else the first), an empty or relative source against `repo`. Files outside
 /// the repository (the standard library, site-packages, system headers) are left out.
 pub fn parse_cobertura(xml: &[u8], repo: &Path) -> Result<Vec<FileCoverage>, ReportError> {
+    Ok(parse_cobertura_lines(xml, repo)?
+        .into_iter()
+        .map(|f| FileCoverage {
+            path: f.path,
+            lines: f.covered,
+        })
+        .collect())
+}
+
+/// One file of a Cobertura report: the lines it lists (the executable ones, for coverage.py
+/// its statements, for gcovr the instrumented lines) and those of them with hits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileLines {
+    /// Repository-relative.
+    pub path: String,
+    pub covered: LineRanges,
+    pub executable: LineRanges,
+}
+
+/// [`parse_cobertura`] with the executable lines too: every `<line>` a file lists, hit or not.
+pub fn parse_cobertura_lines(xml: &[u8], repo: &Path) -> Result<Vec<FileLines>, ReportError> {
     let mut reader = Reader::from_reader(xml);
     reader.config_mut().check_end_names = true;
     let mut buf = Vec::new();
@@ -284,8 +305,8 @@ pub fn parse_cobertura(xml: &[u8], repo: &Path) -> Result<Vec<FileCoverage>, Rep
     let mut in_source = false;
     let mut source_text = String::new();
     let mut seen_root = false;
-    // filename → covered lines; resolved once all <source>s are known.
-    let mut files: BTreeMap<String, Vec<u32>> = BTreeMap::new();
+    // filename → (covered, listed) lines; resolved once all <source>s are known.
+    let mut files: BTreeMap<String, (Vec<u32>, Vec<u32>)> = BTreeMap::new();
     let mut current: Option<String> = None;
     let mut open: Vec<Vec<u8>> = Vec::new();
     loop {
@@ -330,8 +351,12 @@ pub fn parse_cobertura(xml: &[u8], repo: &Path) -> Result<Vec<FileCoverage>, Rep
                             let hits: u64 = attr(&reader, e, b"hits")?
                                 .and_then(|h| h.parse().ok())
                                 .unwrap_or(0);
-                            if let (Some(n), true) = (number, hits > 0) {
-                                files.get_mut(f).expect("entry made").push(n);
+                            if let Some(n) = number {
+                                let (covered, listed) = files.get_mut(f).expect("entry made");
+                                listed.push(n);
+                                if hits > 0 {
+                                    covered.push(n);
+                                }
                             }
                         }
                     }
@@ -366,17 +391,20 @@ pub fn parse_cobertura(xml: &[u8], repo: &Path) -> Result<Vec<FileCoverage>, Rep
             String::from_utf8_lossy(name).into_owned(),
         ));
     }
-    let mut merged: BTreeMap<String, Vec<u32>> = BTreeMap::new();
-    for (filename, lines) in files {
+    let mut merged: BTreeMap<String, (Vec<u32>, Vec<u32>)> = BTreeMap::new();
+    for (filename, (covered, listed)) in files {
         if let Some(rel) = resolve(&filename, &sources, repo) {
-            merged.entry(rel).or_default().extend(lines);
+            let entry = merged.entry(rel).or_default();
+            entry.0.extend(covered);
+            entry.1.extend(listed);
         }
     }
     Ok(merged
         .into_iter()
-        .map(|(path, lines)| FileCoverage {
+        .map(|(path, (covered, listed))| FileLines {
             path,
-            lines: LineRanges::from_lines(lines),
+            covered: LineRanges::from_lines(covered),
+            executable: LineRanges::from_lines(listed),
         })
         .collect())
 }

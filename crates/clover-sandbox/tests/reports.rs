@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use clover_protocol::{TestCase, TestOutcome};
-use clover_sandbox::report::{parse_cobertura, parse_junit};
+use clover_sandbox::report::{parse_cobertura, parse_cobertura_lines, parse_junit};
 
 fn data(rel: &str) -> Vec<u8> {
     std::fs::read(
@@ -162,4 +162,23 @@ fn gcovr_relative_filenames_and_counts() {
     assert_eq!(cov.len(), 1);
     assert_eq!(cov[0].path, "src/calc.cc");
     assert_eq!(cov[0].lines.iter().collect::<Vec<_>>(), [2, 3, 4, 5, 6]);
+}
+
+#[test]
+fn executable_lines_are_every_listed_line_hit_or_not() {
+    // gcovr lists every instrumented line: 8 and 9 (never run) are executable, 7 is not.
+    let cov = parse_cobertura_lines(&data("gtest/gcovr.xml"), Path::new("/tmp/gen/cpp")).unwrap();
+    assert_eq!(cov.len(), 1);
+    assert_eq!(cov[0].covered.iter().collect::<Vec<_>>(), [2, 3, 4, 5, 6]);
+    assert_eq!(
+        cov[0].executable.iter().collect::<Vec<_>>(),
+        [2, 3, 4, 5, 6, 8, 9]
+    );
+    // coverage.py lists its statements: 12 and 13 are unused code, 3 and 4 are not statements.
+    let cov =
+        parse_cobertura_lines(&data("pytest/coverage.xml"), Path::new("/tmp/gen/py")).unwrap();
+    let executable: Vec<u32> = cov[0].executable.iter().collect();
+    assert!(executable.contains(&12) && executable.contains(&13));
+    assert!(!executable.contains(&3) && !executable.contains(&4));
+    assert!(cov[0].covered.iter().all(|l| cov[0].executable.contains(l)));
 }

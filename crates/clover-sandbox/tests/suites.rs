@@ -266,9 +266,9 @@ fn bare_gtest(project: &CppProject, sources: &[PathBuf], test: &Path) -> Verdict
     verdicts(&parse_junit(&std::fs::read(&xml).unwrap()).unwrap())
 }
 
-/// Every test file of a C++ project, bare and sandboxed (each file as a candidate).
-fn cpp_suite(name: &str, project: &CppProject, tests: &[&str]) {
-    let Some(sb) = sandbox() else { return };
+/// A library cache in a fresh folder (kept alive by the returned guard) and generous limits
+/// (a cold library build counts against them).
+fn cpp_cache() -> (tempfile::TempDir, LibraryCache, Limits) {
     let cache_dir = tempfile::tempdir().unwrap();
     let cache = LibraryCache::new(cache_dir.path()).unwrap();
     let limits = Limits {
@@ -276,22 +276,39 @@ fn cpp_suite(name: &str, project: &CppProject, tests: &[&str]) {
         cpu_secs: 300,
         ..Limits::default()
     };
+    (cache_dir, cache, limits)
+}
+
+/// The repository's own test file `test`, as a candidate with no filter.
+fn gtest_of<'a>(project: &'a CppProject, test: &str, limits: &Limits) -> GtestRun<'a> {
+    GtestRun {
+        project,
+        test_file: WriteFile {
+            path: test.into(),
+            contents: std::fs::read(project.repo.join(test)).unwrap(),
+        },
+        filter: Vec::new(),
+        limits: limits.clone(),
+    }
+}
+
+fn cpp_fixture() -> CppProject {
+    let cfg = RepoConfig::resolve(None, None, Some(&clover_testkit::fixture("cpp")))
+        .unwrap()
+        .remove(0);
+    CppProject::from_config(&cfg)
+}
+
+/// Every test file of a C++ project, bare and sandboxed (each file as a candidate).
+fn cpp_suite(name: &str, project: &CppProject, tests: &[&str]) {
+    let Some(sb) = sandbox() else { return };
+    let (_dir, cache, limits) = cpp_cache();
     let lib = cache.library(&sb, project, &limits).unwrap();
     let sources: Vec<PathBuf> = lib.sources().map(Path::to_path_buf).collect();
     assert!(!sources.is_empty());
     for test in tests {
         let bare = bare_gtest(project, &sources, Path::new(test));
-        let r = GtestRun {
-            project,
-            test_file: WriteFile {
-                path: test.into(),
-                contents: std::fs::read(project.repo.join(test)).unwrap(),
-            },
-            filter: Vec::new(),
-            limits: limits.clone(),
-        }
-        .run(&sb, &cache)
-        .unwrap();
+        let r = gtest_of(project, test, &limits).run(&sb, &cache).unwrap();
         // The outcome may be `error` where the binary's exit code disagrees with its report
         // on purpose (sample9 returns 0 after a failing test); the tests must still be there.
         assert!(
@@ -309,10 +326,7 @@ fn cpp_suite(name: &str, project: &CppProject, tests: &[&str]) {
 #[test]
 fn cpp_fixture_tests_same_bare_and_sandboxed() {
     let Some(()) = cpp_ready() else { return };
-    let cfg = RepoConfig::resolve(None, None, Some(&clover_testkit::fixture("cpp")))
-        .unwrap()
-        .remove(0);
-    let project = CppProject::from_config(&cfg);
+    let project = cpp_fixture();
     cpp_suite(
         "cppfix",
         &project,
@@ -323,6 +337,58 @@ fn cpp_fixture_tests_same_bare_and_sandboxed() {
             "tests/histogram_unittest.cc",
             "tests/orphan_test.cc",
         ],
+    );
+}
+
+/// A test file built once ([`GtestRun::build`]) and run test by test: each run counts only
+/// itself (a filtered run after a whole run sees the same lines as before it), and gcovr's
+/// executable lines include the ones no run reaches.
+#[test]
+fn a_test_binary_built_once_runs_with_fresh_counters() {
+    let Some(()) = cpp_ready() else { return };
+    let Some(sb) = sandbox() else { return };
+    let project = cpp_fixture();
+    let (_dir, cache, limits) = cpp_cache();
+    let binary = gtest_of(&project, "tests/histogram_unittest.cc", &limits)
+        .build(&sb, &cache)
+        .unwrap()
+        .expect("the fixture's test builds");
+    let lines = |r: &clover_sandbox::gtest::GtestResult, which: &str| -> Vec<u32> {
+        let files = if which == "covered" {
+            &r.coverage
+        } else {
+            &r.executable
+        };
+        files
+            .iter()
+            .find(|f| f.path == "src/histogram.cc")
+            .map(|f| f.lines.iter().collect())
+            .unwrap_or_default()
+    };
+    let only = ["HistogramTest.AsciiBarsScaleToPeak".to_string()];
+    let before = binary.run(&sb, &only, &limits).unwrap();
+    let all = binary.run(&sb, &[], &limits).unwrap();
+    let after = binary.run(&sb, &only, &limits).unwrap();
+    assert_eq!(before.outcome, Outcome::Passed, "{:?}", before.message);
+    assert_eq!((before.tests.len(), all.tests.len()), (1, 9));
+    assert_eq!(all.outcome, Outcome::Passed, "{:?}", all.message);
+    // ToAscii (52-65) runs in the filtered test; the constructor's throw (13) only in the
+    // whole run; `return hi_;` (49) in none, yet it is executable.
+    let (b, a) = (lines(&before, "covered"), lines(&all, "covered"));
+    assert!(
+        b.contains(&53) && !b.contains(&13) && a.contains(&13),
+        "{b:?} {a:?}"
+    );
+    assert_eq!(b, lines(&after, "covered"), "counters leaked between runs");
+    let executable = lines(&all, "executable");
+    assert!(
+        executable.contains(&49) && !a.contains(&49),
+        "{executable:?}"
+    );
+    assert!(a.iter().all(|l| executable.contains(l)));
+    assert!(
+        !executable.contains(&2) && !executable.contains(&40),
+        "{executable:?}"
     );
 }
 
