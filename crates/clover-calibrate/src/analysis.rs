@@ -85,36 +85,55 @@ pub fn tiers_by(
 
 /// Maximal runs of at least [`MIN_BLOCK_LINES`] executable lines covered by this test and by
 /// no peer. Lines that are not executable (blank lines, comments, a `def` continuation) do not
-/// break a run; the run's span goes from its first to its last executable line. At most
-/// [`MAX_BLOCKS`], the largest first, ties by path and line.
+/// break a run and do not count, even when a tracer reported them; the run's span goes from
+/// its first to its last executable line. At most [`MAX_BLOCKS`], the largest first, ties by
+/// path and line.
 pub fn unique_blocks(
     base: &CoverageMap,
     peers: &[&CoverageMap],
     executable: &CoverageMap,
     source: impl Fn(&str) -> Option<String>,
 ) -> Vec<UniqueBlock> {
-    // (executable lines in the block, path, start, end)
-    let mut found: Vec<(usize, String, u32, u32)> = Vec::new();
+    select_blocks(block_runs(base, peers, executable), source)
+}
+
+/// A run of executable lines covered by one test and no peer, long enough to be a block.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BlockRun {
+    /// Executable lines in the run.
+    pub lines: usize,
+    pub path: String,
+    pub start: u32,
+    pub end: u32,
+}
+
+/// Every run of [`unique_blocks`], before the choice of the largest.
+pub fn block_runs(
+    base: &CoverageMap,
+    peers: &[&CoverageMap],
+    executable: &CoverageMap,
+) -> Vec<BlockRun> {
+    let mut found = Vec::new();
     for path in base.keys() {
         let unique = unique_lines(path, base, peers);
         if unique.is_empty() {
             continue;
         }
-        // Without executable-line data, the covered lines themselves are the executable ones
-        // we know of.
+        // Only executable lines make or break a run. Without the file's executable lines, the
+        // covered lines are the executable ones known.
         let exec_lines: Vec<u32> = match executable.get(path) {
-            Some(e) => e.union(&unique).iter().collect(),
+            Some(e) => e.iter().collect(),
             None => base[path].iter().collect(),
         };
         let mut run: Vec<u32> = Vec::new();
         let mut flush = |run: &mut Vec<u32>| {
             if run.len() >= MIN_BLOCK_LINES {
-                found.push((
-                    run.len(),
-                    path.clone(),
-                    run[0],
-                    *run.last().expect("non-empty"),
-                ));
+                found.push(BlockRun {
+                    lines: run.len(),
+                    path: path.clone(),
+                    start: run[0],
+                    end: *run.last().expect("non-empty"),
+                });
             }
             run.clear();
         };
@@ -127,33 +146,53 @@ pub fn unique_blocks(
         }
         flush(&mut run);
     }
-    found.sort_by(|a, b| {
-        b.0.cmp(&a.0)
-            .then_with(|| a.1.cmp(&b.1))
-            .then(a.2.cmp(&b.2))
-    });
-    found.truncate(MAX_BLOCKS);
     found
-        .into_iter()
-        .map(|(_, path, start, end)| {
-            let code = source(&path)
+}
+
+/// The blocks kept from `runs`: at most [`MAX_BLOCKS`], the most executable lines first, ties
+/// by path and line, with their source text.
+pub fn select_blocks(
+    mut runs: Vec<BlockRun>,
+    source: impl Fn(&str) -> Option<String>,
+) -> Vec<UniqueBlock> {
+    runs.sort_by(|a, b| {
+        b.lines
+            .cmp(&a.lines)
+            .then_with(|| a.path.cmp(&b.path))
+            .then(a.start.cmp(&b.start))
+    });
+    runs.dedup_by(|a, b| a.path == b.path && a.start == b.start);
+    runs.truncate(MAX_BLOCKS);
+    runs.into_iter()
+        .map(|r| {
+            let code = source(&r.path)
                 .map(|text| {
                     text.lines()
-                        .skip(start as usize - 1)
-                        .take((end - start + 1) as usize)
+                        .skip(r.start as usize - 1)
+                        .take((r.end - r.start + 1) as usize)
                         .collect::<Vec<_>>()
                         .join("\n")
                         + "\n"
                 })
                 .unwrap_or_default();
             UniqueBlock {
-                path,
-                start_line: start,
-                end_line: end,
+                path: r.path,
+                start_line: r.start,
+                end_line: r.end,
                 code,
             }
         })
         .collect()
+}
+
+/// Adds `from`'s lines to `into`, file by file.
+pub fn merge_lines(into: &mut CoverageMap, from: &CoverageMap) {
+    for (path, lines) in from {
+        let merged = into
+            .get(path)
+            .map_or_else(|| lines.clone(), |l| l.union(lines));
+        into.insert(path.clone(), merged);
+    }
 }
 
 /// A top-level class or function of a Python module.
@@ -325,6 +364,28 @@ mod tests {
             |_| None,
         );
         assert!(blocks.is_empty(), "{blocks:?}");
+    }
+
+    #[test]
+    fn only_executable_lines_make_or_break_a_block() {
+        // Executable: 1..=8 and 10..=30. t alone covers 5..=9, where 9 is no statement (a
+        // continuation line a tracer may report): four executable lines, no block. And
+        // 11..=22 except 17, which no test runs: executable, so it splits them into 11..=16
+        // (six) and 18..=22 (five).
+        let exec: Vec<u32> = (1..=30).filter(|l| *l != 9).collect();
+        let executable = cov(&[("m.py", &exec)]);
+        let mut lines: Vec<u32> = (5..=9).collect();
+        lines.extend((11..=22).filter(|l| *l != 17));
+        let base = cov(&[("m.py", &lines)]);
+        let spans = |blocks: Vec<UniqueBlock>| -> Vec<(u32, u32)> {
+            blocks.iter().map(|b| (b.start_line, b.end_line)).collect()
+        };
+        let blocks = unique_blocks(&base, &[], &executable, |_| None);
+        assert_eq!(spans(blocks), vec![(11, 16), (18, 22)]);
+        // Without executable lines (none known for the file), the covered lines are all
+        // there is, and nothing breaks them: one run from 5 to 22.
+        let blocks = unique_blocks(&base, &[], &CoverageMap::new(), |_| None);
+        assert_eq!(spans(blocks), vec![(5, 22)]);
     }
 
     #[test]

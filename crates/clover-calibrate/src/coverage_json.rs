@@ -1,18 +1,21 @@
 //! Reads per-test line sets from coverage.py's data.
 //!
-//! Inside the sandbox, after pytest, [`CONTEXTS_SCRIPT`] reads the coverage data through
-//! coverage.py's public API (`CoverageData.contexts_by_lineno`, `Coverage.analysis2`) and
-//! writes `{"files": {FILE: {"executable": [LINE…], "contexts": {CONTEXT: [LINE…]}}}}`.
-//! coverage.py's own `json --show-contexts` lists every context on every line, again for each
-//! function and class region, and grows past 100 MB for a test file of a few hundred tests;
-//! this form names each context once per file.
+//! Inside the sandbox, the pytest process itself loads [`PLUGIN`] (`_clover_calibrate.py`),
+//! which switches coverage.py's dynamic context once per test (`<node id>|test`, from the
+//! start of its setup) and, at session end, reads the saved data through coverage.py's public
+//! API (`CoverageData.contexts_by_lineno`, `Coverage.analysis2`) and writes
+//! `{"files": {FILE: {"executable": [LINE…], "contexts": {CONTEXT: [LINE…]}}}}` for the
+//! non-test files some test touched. coverage.py's own `json --show-contexts` lists every
+//! context on every line, again for each function and class region, and grows past 100 MB for
+//! a test file of a few hundred tests; this form names each context once per file.
 //!
-//! pytest-cov's `--cov-context=test` names the context of every line `<node id>|setup`,
-//! `<node id>|run` or `<node id>|teardown`. A test's lines are the union over its three
-//! phases and, for a parametrized test, over all its parameter sets (`name[a]`, `name[b]`): a
-//! problem is the whole parametrized function. Lines run outside any test (imports and module
-//! level, during collection) belong to the empty context and are attributed to no test, in
-//! every run alike, so one run of many tests and one run per test give the same lines.
+//! A test's lines are the union over its contexts: the plugin's one `|test` context, or
+//! pytest-cov's `--cov-context=test` phases (`|setup`, `|run`, `|teardown`), which this reader
+//! also folds; and, for a parametrized test, over all its parameter sets (`name[a]`,
+//! `name[b]`): a problem is the whole parametrized function. Lines run outside any test
+//! (imports and module level, during collection) belong to the empty context and are
+//! attributed to no test, in every run alike, so one run of many tests and one run per test
+//! give the same lines.
 
 use std::collections::BTreeMap;
 
@@ -30,35 +33,16 @@ pub struct ContextCoverage {
     pub by_test: BTreeMap<String, CoverageMap>,
 }
 
-/// The report is not what [`CONTEXTS_SCRIPT`] writes.
+/// The report is not what [`PLUGIN`] writes.
 #[derive(Debug, thiserror::Error)]
 #[error("coverage contexts report: {0}")]
 pub struct ReportError(String);
 
-/// Run as `python SCRIPT DATA_FILE OUT_JSON` with the repository as working directory.
-pub const CONTEXTS_SCRIPT: &str = r#"import json, sys
-import coverage
-
-cov = coverage.Coverage(data_file=sys.argv[1])
-cov.load()
-data = cov.get_data()
-files = {}
-for name in sorted(data.measured_files()):
-    try:
-        statements = cov.analysis2(name)[1]
-    except Exception:
-        continue  # the source is gone or is not Python
-    by_context = {}
-    for line, contexts in data.contexts_by_lineno(name).items():
-        for context in contexts:
-            by_context.setdefault(context, []).append(line)
-    files[name] = {
-        "executable": sorted(statements),
-        "contexts": {c: sorted(lines) for c, lines in sorted(by_context.items())},
-    }
-with open(sys.argv[2], "w") as out:
-    json.dump({"files": files}, out)
-"#;
+/// The pytest plugin that switches contexts per test and writes the report (loaded with
+/// `-p PLUGIN_MODULE`, with `CLOVER_CONTEXTS_OUT` naming the report).
+pub const PLUGIN: &str = include_str!("_clover_calibrate.py");
+/// The plugin's module name: its file is `PLUGIN_MODULE.py` in a folder on `PYTHONPATH`.
+pub const PLUGIN_MODULE: &str = "_clover_calibrate";
 
 /// The test a context belongs to: `tests/t.py::C::test_x[1-2]|run` → `tests/t.py::C::test_x`.
 pub fn test_of_context(context: &str) -> Option<&str> {
@@ -132,6 +116,10 @@ mod tests {
         assert_eq!(
             test_of_context("tests/t.py::test_a|run"),
             Some("tests/t.py::test_a")
+        );
+        assert_eq!(
+            test_of_context("tests/t.py::C::test_a[x|y]|test"),
+            Some("tests/t.py::C::test_a")
         );
         assert_eq!(
             test_of_context("tests/t.py::C::test_b[1-x]|setup"),

@@ -6,18 +6,20 @@
 //! # How per-test coverage is had cheaply
 //!
 //! Problems are calibrated a test file at a time, since a test's peers are the other tests of
-//! its file. The fast path writes every problem file of the group, and beside each one an
-//! *empty variant* (the same setup, with `def test_clover_empty(): assert True` in place of
-//! the test), then runs them all in **one** pytest process with coverage.py's dynamic contexts
-//! (`--cov-context=test`), and reads per-test lines from `coverage json --show-contexts`
-//! ([`coverage_json`]). The group runs `runs` times (default 3); a problem whose outcome or
-//! lines change between runs is flaky. The slow path (`--per-test`) runs each problem with its
-//! empty variant in a process of its own; it exists to cross-check the fast one, and the fast
-//! path falls back to it for a group whose shared run timed out or crashed.
+//! its file. The fast path writes every problem file of the group, and beside them the
+//! *empty variants* (the same setup, with `def test_clover_empty(): assert True` in place of
+//! the test; problems with the same setup share one), then runs them all in **one** pytest
+//! process. A small plugin of ours, loaded into that process ([`coverage_json::PLUGIN`]),
+//! switches coverage.py's dynamic context once per test, keeps coverage stopped while pytest
+//! collects, and writes every test's lines at session end ([`coverage_json`]). The group
+//! runs `runs` times (default 3); a problem whose outcome or lines change between runs is
+//! flaky. The slow path (`--per-test`) runs each problem with its empty variant in a process
+//! of its own; it exists to cross-check the fast one, and the fast path falls back to it for
+//! a group whose shared run timed out or crashed.
 //!
 //! Lines run at import or collection time are attributed to no test (they belong to
-//! coverage.py's empty context) in both paths alike; `base` and `empty` are the lines run
-//! while the test's setup, call and teardown ran.
+//! coverage.py's empty context, or are not measured at all) in both paths alike; `base` and
+//! `empty` are the lines run while the test's setup, call and teardown ran.
 //!
 //! # What it deliberately does not do
 //!

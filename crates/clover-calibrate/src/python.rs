@@ -1,6 +1,7 @@
 //! Calibration of the Python problems of one test file (a group of peers).
 
 use std::collections::HashMap;
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use clover_manifest::RepoConfig;
@@ -154,23 +155,28 @@ fn run_pytest(
     files: &[(&str, &str)],
     nodes: &[&str],
 ) -> Result<RunReport, GroupError> {
-    let mut script = format!("\"$CLOVER_PYTHON\" -m pytest -p no:cacheprovider -q --rootdir=. --junitxml={REPORT_DIR}/junit.xml --cov-context=test --cov-report=");
-    for src in &repo.source_dirs {
-        script.push_str(&format!(
-            " --cov={}",
-            shell_quote(&src.display().to_string())
-        ));
-    }
+    let mut argv: Vec<OsString> = vec![
+        opts.python.clone().into(),
+        "-m".into(),
+        "pytest".into(),
+        "-p".into(),
+        "no:cacheprovider".into(),
+        "-p".into(),
+        coverage_json::PLUGIN_MODULE.into(),
+        "-q".into(),
+        "--rootdir=.".into(),
+        format!("--junitxml={REPORT_DIR}/junit.xml").into(),
+        "--cov-report=".into(),
+    ];
+    argv.extend(
+        repo.source_dirs
+            .iter()
+            .map(|src| format!("--cov={}", src.display()).into()),
+    );
     // Node ids, not files: a test class that inherits tests from another must run only the
     // problem's test (and the empty test), not everything it inherits.
-    for node in nodes {
-        script.push(' ');
-        script.push_str(&shell_quote(node));
-    }
-    script.push_str(&format!(
-        "\nrc=$?\n\"$CLOVER_PYTHON\" {REPORT_DIR}/contexts.py \"$COVERAGE_FILE\" {REPORT_DIR}/coverage.json\nexit $rc\n"
-    ));
-    let mut spec = RunSpec::new(&repo.root, ["/bin/sh", "-c", script.as_str()]);
+    argv.extend(nodes.iter().map(OsString::from));
+    let mut spec = RunSpec::new(&repo.root, argv);
     spec.files = files
         .iter()
         .map(|(path, text)| WriteFile {
@@ -179,15 +185,28 @@ fn run_pytest(
         })
         .collect();
     spec.files.push(WriteFile {
-        path: PathBuf::from(format!("{REPORT_DIR}/contexts.py")),
-        contents: coverage_json::CONTEXTS_SCRIPT.as_bytes().to_vec(),
+        path: PathBuf::from(format!("{REPORT_DIR}/{}.py", coverage_json::PLUGIN_MODULE)),
+        contents: coverage_json::PLUGIN.as_bytes().to_vec(),
     });
+    // The plugin's folder goes first on the path, before any the repository asks for.
+    let python_path = match repo.env.get("PYTHONPATH") {
+        Some(theirs) if !theirs.is_empty() => format!("{REPORT_DIR}:{theirs}"),
+        _ => REPORT_DIR.to_string(),
+    };
     spec.env = vec![
-        ("CLOVER_PYTHON".into(), opts.python.clone().into()),
         ("COVERAGE_FILE".into(), "/tmp/clover.coverage".into()),
+        (
+            "CLOVER_CONTEXTS_OUT".into(),
+            format!("{REPORT_DIR}/coverage.json").into(),
+        ),
     ];
-    spec.env
-        .extend(repo.env.iter().map(|(k, v)| (k.into(), v.into())));
+    spec.env.extend(
+        repo.env
+            .iter()
+            .filter(|(k, _)| *k != "PYTHONPATH")
+            .map(|(k, v)| (k.into(), v.into())),
+    );
+    spec.env.push(("PYTHONPATH".into(), python_path.into()));
     spec.binds = clover_sandbox::pytest::python_binds(&opts.python);
     spec.limits = opts.limits.clone();
     spec.collect = vec![
@@ -317,10 +336,6 @@ fn source_path(repo: &RepoConfig, name: &str) -> Option<String> {
     (in_sources && !is_test).then_some(rel_str)
 }
 
-fn shell_quote(s: &str) -> String {
-    format!("'{}'", s.replace('\'', "'\\''"))
-}
-
 /// Every Python source file of the repository, relative to its root, sorted.
 fn source_files(repo: &RepoConfig) -> Vec<String> {
     let mut out = Vec::new();
@@ -366,7 +381,8 @@ struct Observation {
     empty: CoverageMap,
 }
 
-fn observe(report: &RunReport, p: &Prepared) -> Observation {
+/// What `report` says about problem `p`, whose empty test ran as `empty_node`.
+fn observe(report: &RunReport, p: &Prepared, empty_node: &str) -> Observation {
     let (outcome, message) = match report.outcomes.get(&p.py.node_id) {
         Some(cases) => cases.outcome(),
         None => match &report.failure {
@@ -387,7 +403,7 @@ fn observe(report: &RunReport, p: &Prepared) -> Observation {
         empty: report
             .coverage
             .by_test
-            .get(&p.empty_node)
+            .get(empty_node)
             .cloned()
             .unwrap_or_default(),
     }
@@ -408,19 +424,24 @@ pub fn calibrate_group(
     let mut executable = CoverageMap::new();
     let mut per_test = opts.per_test;
     if !per_test {
-        let files: Vec<(&str, &str)> = prepared
+        // Problems whose setup is the same have the same empty variant: it runs once, under
+        // the name of the first of them, and stands for all of them.
+        let mut first_with_text: HashMap<&str, usize> = HashMap::new();
+        let empty_of: Vec<usize> = prepared
             .iter()
-            .flat_map(|p| {
-                [
-                    (p.py.problem_file.as_str(), p.py.problem_text.as_str()),
-                    (p.empty_path.as_str(), p.empty_text.as_str()),
-                ]
-            })
+            .enumerate()
+            .map(|(i, p)| *first_with_text.entry(p.empty_text.as_str()).or_insert(i))
             .collect();
-        let nodes: Vec<&str> = prepared
-            .iter()
-            .flat_map(|p| [p.py.node_id.as_str(), p.empty_node.as_str()])
-            .collect();
+        let mut files: Vec<(&str, &str)> = Vec::new();
+        let mut nodes: Vec<&str> = Vec::new();
+        for (i, p) in prepared.iter().enumerate() {
+            files.push((p.py.problem_file.as_str(), p.py.problem_text.as_str()));
+            nodes.push(p.py.node_id.as_str());
+            if empty_of[i] == i {
+                files.push((p.empty_path.as_str(), p.empty_text.as_str()));
+                nodes.push(p.empty_node.as_str());
+            }
+        }
         for _ in 0..runs {
             let report = run_pytest(sandbox, repo, opts, &files, &nodes)?;
             // A shared run that timed out or crashed says nothing about each test: redo the
@@ -434,9 +455,9 @@ pub fn calibrate_group(
                 observations.iter_mut().for_each(Vec::clear);
                 break;
             }
-            merge_executable(&mut executable, &report.coverage.executable);
+            analysis::merge_lines(&mut executable, &report.coverage.executable);
             for (i, p) in prepared.iter().enumerate() {
-                observations[i].push(observe(&report, p));
+                observations[i].push(observe(&report, p, &prepared[empty_of[i]].empty_node));
             }
         }
     }
@@ -449,8 +470,8 @@ pub fn calibrate_group(
             let nodes = [p.py.node_id.as_str(), p.empty_node.as_str()];
             for _ in 0..runs {
                 let report = run_pytest(sandbox, repo, opts, &files, &nodes)?;
-                merge_executable(&mut executable, &report.coverage.executable);
-                observations[i].push(observe(&report, p));
+                analysis::merge_lines(&mut executable, &report.coverage.executable);
+                observations[i].push(observe(&report, p, &p.empty_node));
             }
         }
     }
@@ -508,15 +529,6 @@ pub fn calibrate_group(
         });
     }
     Ok(out)
-}
-
-fn merge_executable(into: &mut CoverageMap, from: &CoverageMap) {
-    for (path, lines) in from {
-        let merged = into
-            .get(path)
-            .map_or_else(|| lines.clone(), |l| l.union(lines));
-        into.insert(path.clone(), merged);
-    }
 }
 
 /// The verdict over all runs of one problem: kept (`None`) or excluded with the evidence.

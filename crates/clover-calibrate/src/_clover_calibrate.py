@@ -1,0 +1,112 @@
+"""clover calibrate's pytest plugin: per-test coverage contexts, and their report.
+
+Loaded with `-p _clover_calibrate` (its folder on PYTHONPATH) into the pytest process that
+pytest-cov measures, so the report needs no second interpreter. It does three things:
+
+* It stops coverage.py while pytest collects and starts it again at the first test's setup.
+  calibrate attributes lines run at import and collection time to no test, so measuring them
+  is wasted work, and collecting a group's problem files under the tracer (importing them,
+  rewriting their asserts) costs about as much again as collecting them at all. Code that
+  runs later is measured as before: the tracer sees every function called after the restart.
+  (A thread started while collecting is not measured; no test attributes its lines anyway.)
+* At the start of each test's setup it switches coverage.py's dynamic context to
+  `<node id>|test`, so that the test's setup, call and teardown are one context. pytest-cov's
+  `--cov-context=test` switches three times per test (`|setup`, `|run`, `|teardown`), and
+  every switch flushes the collected lines into the SQLite data; calibrate folds the phases
+  anyway. Lines run before the first test (imports, collection) stay in the empty context.
+* At session end, after pytest-cov has stopped coverage and saved its data, it reads the data
+  back through coverage.py's public API and writes `CLOVER_CONTEXTS_OUT`:
+  `{"files": {FILE: {"executable": [LINE...], "contexts": {CONTEXT: [LINE...]}}}}`, for the
+  measured files that are not test files and that some test context touched (calibrate keeps
+  nothing else), each context named once per file.
+
+A failure here never changes the tests' outcome: it is written to stderr and the report is
+left unwritten, which calibrate reports as a missing coverage report.
+"""
+
+import json
+import os
+import sys
+import warnings
+
+import coverage
+import pytest
+
+# Absolute now: a test may change the working directory and not change it back.
+_ROOT = os.getcwd()
+_OUT = os.path.abspath(os.environ.get("CLOVER_CONTEXTS_OUT", "coverage-contexts.json"))
+
+# Files calibrate never keeps (its own problem files, tests, conftest files); leaving them out
+# here saves parsing them for their executable lines.
+_TEST_PREFIXES = ("tmp_test_", "tmp_empty_", "test_")
+
+
+def _is_test_file(path):
+    name = os.path.basename(path)
+    return name.startswith(_TEST_PREFIXES) or name.endswith("_test.py") or name == "conftest.py"
+
+
+# The Coverage object stopped for collection, until the first test starts it again.
+_stopped = None
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection(session):
+    global _stopped
+    cov = coverage.Coverage.current()
+    if cov is not None:
+        # Lines collected so far go to the empty context now: a flush after the restart
+        # would put them in the first test's.
+        cov.switch_context("")
+        cov.stop()
+        _stopped = cov
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    global _stopped
+    if _stopped is not None:
+        cov, _stopped = _stopped, None
+        # The restart warns that the sources were imported unmeasured, which is the intent;
+        # a repository that turns warnings into errors must not see it.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            cov.start()
+    cov = coverage.Coverage.current()
+    if cov is not None:
+        cov.switch_context(item.nodeid + "|test")
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session):
+    cwd = os.getcwd()
+    try:
+        os.chdir(_ROOT)
+        cov = coverage.Coverage(data_file=os.environ["COVERAGE_FILE"])
+        cov.load()
+        data = cov.get_data()
+        files = {}
+        for name in sorted(data.measured_files()):
+            if _is_test_file(name):
+                continue
+            by_context = {}
+            for line, contexts in data.contexts_by_lineno(name).items():
+                for context in contexts:
+                    if context:
+                        by_context.setdefault(context, []).append(line)
+            if not by_context:
+                continue
+            try:
+                statements = cov.analysis2(name)[1]
+            except Exception:
+                continue  # the source is gone or is not Python
+            files[name] = {
+                "executable": sorted(statements),
+                "contexts": {c: sorted(lines) for c, lines in sorted(by_context.items())},
+            }
+        with open(_OUT, "w") as out:
+            json.dump({"files": files}, out)
+    except Exception as e:  # noqa: BLE001 - reported, never raised into pytest
+        print(f"clover calibrate: cannot write {_OUT}: {e!r}", file=sys.stderr)
+    finally:
+        os.chdir(cwd)
