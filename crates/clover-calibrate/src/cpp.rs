@@ -1,11 +1,13 @@
 //! Calibration of a C++ problem: a source paired with its GoogleTest file.
 //!
-//! The ground-truth test file is compiled against the repository's library (built once and
-//! cached by the sandbox's GoogleTest runner) and run `runs` times as a whole: it must compile
-//! and pass every time, with the same covered lines. Then every `TEST` runs alone
-//! (`--gtest_filter`, fresh counters in a fresh view) for its own lines, and a file holding one
-//! empty `TEST` gives the `empty` lines (static initializers and the like). The TESTs of the
-//! file are each other's peers: a unique block is a run of lines one TEST covers and no other.
+//! The ground-truth test file is compiled and linked once against the repository's library
+//! (itself built once and cached by the sandbox's GoogleTest runner), and that binary is run
+//! `runs` times as a whole: it must compile, and pass every time with the same covered lines.
+//! Then the same binary runs every `TEST` alone (`--gtest_filter`) for its own lines; every run
+//! is in a fresh view of the repository, so `.gcda` counters start from zero each time. A file
+//! holding one empty `TEST` gives the `empty` lines (static initializers and the like). The
+//! TESTs of the file are each other's peers: a unique block is a run of executable lines (as
+//! gcovr lists them) one TEST covers and no other.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -13,7 +15,7 @@ use std::path::PathBuf;
 use clover_manifest::RepoConfig;
 use clover_protocol::{
     CalibratedProblem, CppProblem, Exclusion, ExclusionReason, GTestCase, LineRanges, Outcome,
-    Problem, RecordKind, UniqueBlock, SCHEMA_VERSION,
+    Problem, RecordKind, SCHEMA_VERSION,
 };
 use clover_sandbox::gtest::{CppProject, GtestRun, LibraryCache};
 use clover_sandbox::{Limits, Sandbox, WriteFile};
@@ -50,6 +52,15 @@ fn err(problem: &Problem, message: String) -> GroupError {
     }
 }
 
+/// A calibrated C++ problem, and the work it took.
+#[derive(Debug)]
+pub struct CppCalibration {
+    pub record: CalibratedProblem,
+    /// How many times a test file was compiled and linked: the ground truth once, whatever
+    /// the number of runs and TESTs, and the empty test once.
+    pub test_builds: u32,
+}
+
 /// Calibrates one C++ problem.
 pub fn calibrate_cpp(
     sandbox: &Sandbox,
@@ -58,7 +69,7 @@ pub fn calibrate_cpp(
     problem: &Problem,
     runs: u32,
     limits: &Limits,
-) -> Result<CalibratedProblem, GroupError> {
+) -> Result<CppCalibration, GroupError> {
     let cpp: &CppProblem = problem
         .cpp
         .as_ref()
@@ -66,25 +77,72 @@ pub fn calibrate_cpp(
     let project = CppProject::from_config(repo);
     let original = std::fs::read(repo.root.join(&cpp.test_path))
         .map_err(|e| err(problem, format!("cannot read {}: {e}", cpp.test_path)))?;
-    let run = |contents: Vec<u8>, filter: Vec<String>| {
+    let mut test_builds = 0;
+    let mut build = |contents: Vec<u8>| {
+        test_builds += 1;
         GtestRun {
             project: &project,
             test_file: WriteFile {
                 path: PathBuf::from(&cpp.test_path),
                 contents,
             },
-            filter,
+            filter: Vec::new(),
             limits: limits.clone(),
         }
-        .run(sandbox, cache)
+        .build(sandbox, cache)
         .map_err(|e| err(problem, e.to_string()))
+    };
+    let record =
+        |exclusion, outcomes: Vec<Outcome>, cov: &Coverage, tiers, blocks| CalibratedProblem {
+            kind: RecordKind::CalibratedProblem,
+            schema_version: SCHEMA_VERSION,
+            id: problem.id.clone(),
+            repo: problem.repo.clone(),
+            problem: problem.clone(),
+            exclusion,
+            base: analysis::to_records(&cov.base),
+            empty: analysis::to_records(&cov.empty),
+            tiers,
+            unique_blocks: blocks,
+            targets: Vec::new(),
+            runs: outcomes,
+        };
+
+    // The ground truth is built once; every run below is that binary in a fresh view.
+    let binary = match build(original)? {
+        Ok(binary) => binary,
+        Err(failed) => {
+            let e = Exclusion {
+                reason: reason_of(failed.outcome),
+                detail: failed.message.unwrap_or_default(),
+            };
+            let record = record(
+                Some(e),
+                vec![failed.outcome],
+                &Coverage::default(),
+                Vec::new(),
+                Vec::new(),
+            );
+            return Ok(CppCalibration {
+                record,
+                test_builds,
+            });
+        }
+    };
+    let mut executable = CoverageMap::new();
+    let mut run = |filter: Vec<String>| {
+        let r = binary
+            .run(sandbox, &filter, limits)
+            .map_err(|e| err(problem, e.to_string()))?;
+        analysis::merge_lines(&mut executable, &to_map(&r.executable));
+        Ok::<_, GroupError>(r)
     };
 
     let mut outcomes = Vec::new();
     let mut bases: Vec<CoverageMap> = Vec::new();
     let mut message = None;
     for _ in 0..runs.max(1) {
-        let r = run(original.clone(), Vec::new())?;
+        let r = run(Vec::new())?;
         outcomes.push(r.outcome);
         bases.push(to_map(&r.coverage));
         if r.outcome != Outcome::Passed && message.is_none() {
@@ -97,71 +155,65 @@ pub fn calibrate_cpp(
             });
         }
     }
-    let record =
-        |exclusion, base: &CoverageMap, empty: &CoverageMap, tiers, blocks| CalibratedProblem {
-            kind: RecordKind::CalibratedProblem,
-            schema_version: SCHEMA_VERSION,
-            id: problem.id.clone(),
-            repo: problem.repo.clone(),
-            problem: problem.clone(),
-            exclusion,
-            base: analysis::to_records(base),
-            empty: analysis::to_records(empty),
-            tiers,
-            unique_blocks: blocks,
-            targets: Vec::new(),
-            runs: outcomes.clone(),
-        };
     let first = outcomes[0];
-    if let Some(r) = (1..outcomes.len()).find(|&r| outcomes[r] != first || bases[r] != bases[0]) {
-        let detail = if outcomes[r] != first {
-            format!("run 1 {first:?}, run {} {:?}", r + 1, outcomes[r]).to_lowercase()
-        } else {
-            format!("covered lines differ between run 1 and run {}", r + 1)
+    let exclusion =
+        match (1..outcomes.len()).find(|&r| outcomes[r] != first || bases[r] != bases[0]) {
+            Some(r) => Some(Exclusion {
+                reason: ExclusionReason::Flaky,
+                detail: if outcomes[r] != first {
+                    format!("run 1 {first:?}, run {} {:?}", r + 1, outcomes[r]).to_lowercase()
+                } else {
+                    format!("covered lines differ between run 1 and run {}", r + 1)
+                },
+            }),
+            None if first != Outcome::Passed => Some(Exclusion {
+                reason: reason_of(first),
+                detail: message.unwrap_or_default(),
+            }),
+            None => None,
         };
-        let e = Exclusion {
-            reason: ExclusionReason::Flaky,
-            detail,
+    if exclusion.is_some() {
+        let cov = Coverage {
+            base: bases.swap_remove(0),
+            empty: CoverageMap::new(),
         };
-        return Ok(record(
-            Some(e),
-            &bases[0],
-            &CoverageMap::new(),
-            Vec::new(),
-            Vec::new(),
-        ));
-    }
-    if first != Outcome::Passed {
-        let reason = match first {
-            Outcome::CompileError => ExclusionReason::CompileError,
-            Outcome::Failed => ExclusionReason::Failed,
-            Outcome::Timeout => ExclusionReason::Timeout,
-            _ => ExclusionReason::Error,
-        };
-        let e = Exclusion {
-            reason,
-            detail: message.unwrap_or_default(),
-        };
-        return Ok(record(
-            Some(e),
-            &bases[0],
-            &CoverageMap::new(),
-            Vec::new(),
-            Vec::new(),
-        ));
+        let record = record(exclusion, outcomes, &cov, Vec::new(), Vec::new());
+        return Ok(CppCalibration {
+            record,
+            test_builds,
+        });
     }
 
     // Each TEST alone, and the empty test.
     let mut per_test: Vec<CoverageMap> = Vec::new();
     for t in &cpp.tests {
-        let r = run(original.clone(), vec![gtest_filter(t)])?;
-        per_test.push(to_map(&r.coverage));
+        per_test.push(to_map(&run(vec![gtest_filter(t)])?.coverage));
     }
-    let empty = to_map(&run(EMPTY_TEST.as_bytes().to_vec(), Vec::new())?.coverage);
-    let base = &bases[0];
+    let empty = match build(EMPTY_TEST.as_bytes().to_vec())? {
+        Ok(empty_binary) => {
+            let r = empty_binary
+                .run(sandbox, &[], limits)
+                .map_err(|e| err(problem, e.to_string()))?;
+            analysis::merge_lines(&mut executable, &to_map(&r.executable));
+            to_map(&r.coverage)
+        }
+        Err(failed) => {
+            return Err(err(
+                problem,
+                format!(
+                    "a file of one empty TEST does not build: {}",
+                    failed.message.unwrap_or_default()
+                ),
+            ))
+        }
+    };
+    let cov = Coverage {
+        base: bases.swap_remove(0),
+        empty,
+    };
 
     let sources: Vec<String> = {
-        let mut s: Vec<String> = base.keys().chain(empty.keys()).cloned().collect();
+        let mut s: Vec<String> = cov.base.keys().chain(cov.empty.keys()).cloned().collect();
         s.sort();
         s.dedup();
         s
@@ -170,19 +222,9 @@ pub fn calibrate_cpp(
         .iter()
         .filter_map(|p| Some((p.clone(), std::fs::read_to_string(repo.root.join(p)).ok()?)))
         .collect();
-    // The Cobertura reader keeps covered lines only, so the executable lines known here are
-    // those some run covered: a line no run covers does not break a block. (Python blocks use
-    // coverage.py's full list of executable lines.)
-    let mut executable = CoverageMap::new();
-    for map in per_test.iter().chain([base, &empty]) {
-        for (path, lines) in map {
-            let merged = executable
-                .get(path)
-                .map_or_else(|| lines.clone(), |l: &LineRanges| l.union(lines));
-            executable.insert(path.clone(), merged);
-        }
-    }
-    let mut blocks: Vec<UniqueBlock> = Vec::new();
+    // Blocks of every TEST of the file, each against the others; the TESTs' blocks are
+    // disjoint, so they are pooled and the largest kept.
+    let mut runs_found = Vec::new();
     let mut unique_anywhere: BTreeMap<String, LineRanges> = BTreeMap::new();
     for (i, mine) in per_test.iter().enumerate() {
         let peers: Vec<&CoverageMap> = per_test
@@ -191,14 +233,7 @@ pub fn calibrate_cpp(
             .filter(|(j, _)| *j != i)
             .map(|(_, m)| m)
             .collect();
-        for b in analysis::unique_blocks(mine, &peers, &executable, |p| texts.get(p).cloned()) {
-            if !blocks
-                .iter()
-                .any(|x| x.path == b.path && x.start_line == b.start_line)
-            {
-                blocks.push(b);
-            }
-        }
+        runs_found.extend(analysis::block_runs(mine, &peers, &executable));
         for (path, lines) in mine {
             let others: LineRanges = peers
                 .iter()
@@ -211,15 +246,31 @@ pub fn calibrate_cpp(
             }
         }
     }
-    blocks.sort_by(|a, b| {
-        (b.end_line - b.start_line)
-            .cmp(&(a.end_line - a.start_line))
-            .then_with(|| a.path.cmp(&b.path))
-            .then(a.start_line.cmp(&b.start_line))
+    let blocks = analysis::select_blocks(runs_found, |p| texts.get(p).cloned());
+    let tiers = analysis::tiers_by(&sources, &cov.base, &cov.empty, |p| {
+        unique_anywhere.contains_key(p)
     });
-    blocks.truncate(analysis::MAX_BLOCKS);
-    let tiers = analysis::tiers_by(&sources, base, &empty, |p| unique_anywhere.contains_key(p));
-    Ok(record(None, base, &empty, tiers, blocks))
+    let record = record(None, outcomes, &cov, tiers, blocks);
+    Ok(CppCalibration {
+        record,
+        test_builds,
+    })
+}
+
+/// The ground truth's lines (its first run) and the empty test's.
+#[derive(Debug, Default)]
+struct Coverage {
+    base: CoverageMap,
+    empty: CoverageMap,
+}
+
+fn reason_of(outcome: Outcome) -> ExclusionReason {
+    match outcome {
+        Outcome::CompileError => ExclusionReason::CompileError,
+        Outcome::Failed => ExclusionReason::Failed,
+        Outcome::Timeout => ExclusionReason::Timeout,
+        _ => ExclusionReason::Error,
+    }
 }
 
 #[cfg(test)]

@@ -21,6 +21,10 @@
 //! coverage.py's empty context, or are not measured at all) in both paths alike; `base` and
 //! `empty` are the lines run while the test's setup, call and teardown ran.
 //!
+//! Unique blocks count executable lines only: coverage.py's statements for Python, gcovr's
+//! instrumented lines for C++. A C++ ground truth is compiled once and its binary run as a
+//! whole and then `TEST` by `TEST`, each run in a fresh view with fresh counters.
+//!
 //! # What it deliberately does not do
 //!
 //! It does not parse tests (extract did) and does not build prompts (pack-context does). It
@@ -31,5 +35,5 @@ pub mod coverage_json;
 mod cpp;
 mod python;
 
-pub use cpp::{calibrate_cpp, gtest_filter};
+pub use cpp::{calibrate_cpp, gtest_filter, CppCalibration};
 pub use python::{calibrate_group, node_of_case, CalibrateOptions, GroupError};

@@ -47,7 +47,8 @@ struct Args {
     /// Memory limit of one pytest process, in MiB (default: the manifest's)
     #[arg(long, value_name = "MB")]
     memory: Option<u64>,
-    /// Write the kept/excluded summary as JSON here (default: OUTPUT.summary.json with -o)
+    /// Write the kept/excluded summary as JSON here (default: OUTPUT.summary.json with -o); for
+    /// C++ it also counts the test files this run compiled (`test_builds`)
     #[arg(long, value_name = "FILE")]
     summary: Option<PathBuf>,
 }
@@ -86,6 +87,7 @@ fn run(args: Args) -> Result<u8> {
     stage_args.shard = None;
     let mut io = StageIo::open(TOOL, &stage_args)?;
     let mut summary = Summary::new();
+    let mut work = Work::new();
 
     let mut pending: Vec<Group> = Vec::new();
     let mut current: Option<Group> = None;
@@ -132,7 +134,7 @@ fn run(args: Args) -> Result<u8> {
                 pending.push(g);
             }
             if pending.len() >= jobs || next.is_none() {
-                flush(&mut io, &ctx, &mut pending, &mut summary)?;
+                flush(&mut io, &ctx, &mut pending, &mut summary, &mut work)?;
             }
         }
         let Some((line, problem)) = next else { break };
@@ -144,7 +146,7 @@ fn run(args: Args) -> Result<u8> {
         g.lines.push(line);
         g.problems.push(problem);
     }
-    flush(&mut io, &ctx, &mut pending, &mut summary)?;
+    flush(&mut io, &ctx, &mut pending, &mut summary, &mut work)?;
 
     if let Some(stop) = stopped {
         // FILE.partial keeps what was written, for a --resume once the input is fixed.
@@ -155,6 +157,13 @@ fn run(args: Args) -> Result<u8> {
     // output file, so it is read back from it.
     if let (true, Some(output)) = (args.stage.resume, &args.stage.output) {
         summary = summarize_file(output)?;
+    }
+    // Work counts are this run's: a resumed run did not redo what it found written.
+    for (repo, builds) in work {
+        summary
+            .entry(repo)
+            .or_default()
+            .insert(TEST_BUILDS.into(), builds);
     }
     for (repo, counts) in &summary {
         let parts: Vec<String> = counts.iter().map(|(k, v)| format!("{k} {v}")).collect();
@@ -175,7 +184,14 @@ fn run(args: Args) -> Result<u8> {
     Ok(code)
 }
 
+/// Per repository: `kept` and `excluded_<reason>` records of the output, and (C++) how many
+/// times this run compiled a test file ([`TEST_BUILDS`]).
 type Summary = BTreeMap<String, BTreeMap<String, u64>>;
+/// Per repository: test files compiled by this run.
+type Work = BTreeMap<String, u64>;
+/// The summary key of [`Work`]: each ground truth is compiled once (plus the empty test),
+/// however many runs and TESTs it has.
+const TEST_BUILDS: &str = "test_builds";
 
 /// Counts one calibrated record: kept, or excluded with its reason.
 fn count(summary: &mut Summary, r: &CalibratedProblem) -> Result<()> {
@@ -232,6 +248,7 @@ fn flush(
     ctx: &Ctx,
     pending: &mut Vec<Group>,
     summary: &mut Summary,
+    work: &mut Work,
 ) -> Result<()> {
     let Ctx {
         sandbox,
@@ -242,7 +259,8 @@ fn flush(
         pool,
     } = *ctx;
     let groups = std::mem::take(pending);
-    let results: Vec<Result<Vec<CalibratedProblem>, String>> = pool.install(|| {
+    // Each group's records, and how many test files it compiled (C++).
+    let results: Vec<Result<(Vec<CalibratedProblem>, u64), String>> = pool.install(|| {
         groups
             .par_iter()
             .map(|g| {
@@ -256,12 +274,15 @@ fn flush(
                 limits.memory_bytes = args.memory.unwrap_or(repo.memory_mb) << 20;
                 limits.pids = repo.pids;
                 if first.language == Language::Cpp {
-                    return g
-                        .problems
-                        .iter()
-                        .map(|p| calibrate_cpp(sandbox, cache, repo, p, args.runs, &limits))
-                        .collect::<Result<Vec<_>, _>>()
-                        .map_err(|e| e.to_string());
+                    let mut records = Vec::new();
+                    let mut builds = 0;
+                    for p in &g.problems {
+                        let c = calibrate_cpp(sandbox, cache, repo, p, args.runs, &limits)
+                            .map_err(|e| e.to_string())?;
+                        records.push(c.record);
+                        builds += u64::from(c.test_builds);
+                    }
+                    return Ok((records, builds));
                 }
                 let python = args
                     .python
@@ -283,13 +304,18 @@ fn flush(
                     python,
                     limits,
                 };
-                calibrate_group(sandbox, repo, &g.problems, &opts).map_err(|e| e.to_string())
+                calibrate_group(sandbox, repo, &g.problems, &opts)
+                    .map(|records| (records, 0))
+                    .map_err(|e| e.to_string())
             })
             .collect()
     });
     for (g, result) in groups.iter().zip(results) {
         match result {
-            Ok(records) => {
+            Ok((records, builds)) => {
+                if builds > 0 {
+                    *work.entry(g.problems[0].repo.clone()).or_default() += builds;
+                }
                 for r in records {
                     count(summary, &r)?;
                     if !io.is_done(&r.id) {

@@ -28,6 +28,19 @@ fn write_problems(dir: &Path, problems: &[Problem]) -> PathBuf {
 
 /// Runs the binary; returns its records by id, and its stderr.
 fn calibrate(input: &Path, args: &[&str]) -> (BTreeMap<String, CalibratedProblem>, String) {
+    let (records, stderr, _) = calibrate_with_summary(input, args);
+    (records, stderr)
+}
+
+/// [`calibrate`], and the summary sidecar it wrote.
+fn calibrate_with_summary(
+    input: &Path,
+    args: &[&str],
+) -> (
+    BTreeMap<String, CalibratedProblem>,
+    String,
+    serde_json::Value,
+) {
     let out = input.with_extension(format!("out{}.jsonl", args.join("").len()));
     let run = Command::new(env!("CARGO_BIN_EXE_clover-calibrate"))
         .arg(input)
@@ -44,7 +57,8 @@ fn calibrate(input: &Path, args: &[&str]) -> (BTreeMap<String, CalibratedProblem
         let (_, r) = r.unwrap();
         records.insert(r.id.clone(), r);
     }
-    (records, stderr)
+    let summary = std::fs::read_to_string(format!("{}.summary.json", out.display())).unwrap();
+    (records, stderr, serde_json::from_str(&summary).unwrap())
 }
 
 fn python_args(python: &Path, repo_dir: &Path) -> Vec<String> {
@@ -303,9 +317,14 @@ fn cpp_fixture_per_test_blocks_and_tiers() {
     assert_eq!(problems.len(), 1);
     let input = write_problems(dir.path(), &problems);
     let f = fixture.display().to_string();
-    let (records, stderr) = calibrate(&input, &["--repo", &f, "--runs", "1"]);
+    let (records, stderr, summary) = calibrate_with_summary(&input, &["--repo", &f, "--runs", "2"]);
     assert!(stderr.contains("cppfix: kept 1"), "{stderr}");
+    // The ground truth is compiled once for its 2 runs and its 5 TESTs, and the empty test
+    // once: a build per run would make it 2 + 5 + 1.
     let r = &records["cppfix/src/histogram.cc"];
+    assert_eq!(problems[0].cpp.as_ref().unwrap().tests.len(), 5);
+    assert_eq!(r.runs.len(), 2);
+    assert_eq!(summary["cppfix"]["test_builds"], 2, "{summary}");
     assert!(r.exclusion.is_none(), "{:?}", r.exclusion);
     assert!(r
         .base
