@@ -85,6 +85,9 @@ pub(crate) struct Layout<'a> {
     /// A detached, idmapped mount of the repository ([`crate::spawn::idmapped_mount`]) to
     /// use as the overlay's lower layer instead of the repository's path.
     pub(crate) idmapped_lower: Option<RawFd>,
+    /// Whether the run gets a network namespace of its own, whose `lo` the supervisor brings
+    /// up; otherwise it joins a prepared one ([`crate::spawn::new_netns`]) where `lo` is up.
+    pub(crate) own_netns: bool,
 }
 
 /// The steps that build a root, and where the repository's steps are in them.
@@ -388,7 +391,9 @@ pub(crate) fn root_ops(l: &Layout) -> Result<RootOps, SandboxError> {
     ops.push(Op::Hostname {
         name: c"clover-sandbox".into(),
     });
-    ops.push(Op::LoopbackUp);
+    if l.own_netns {
+        ops.push(Op::LoopbackUp);
+    }
     Ok(RootOps {
         ops,
         repo_op,

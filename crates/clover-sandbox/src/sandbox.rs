@@ -51,6 +51,67 @@ struct Shared {
     idmap_unavailable: AtomicBool,
     /// Supervisors that have built a root and wait for a command, by layout.
     pool: Mutex<HashMap<LayoutKey, Vec<Prepared>>>,
+    /// Network namespaces no run is in (see [`NetnsLease`]).
+    netns_free: Mutex<Vec<OwnedFd>>,
+    /// Set when no network namespace could be prepared: runs then make their own.
+    netns_unavailable: AtomicBool,
+}
+
+/// A network namespace lent to one run: only `lo`, up, and no other process in it. Making and
+/// destroying a network namespace is the dearest part of starting a sandbox (the kernel tears
+/// it down on a shared work queue); reusing one is safe because the run has no capability
+/// over it (it belongs to the host's user namespace) and everything a run can leave in it —
+/// sockets — dies with the run's processes. It goes back to the free list when dropped, which
+/// the run's teardown does only after its supervisor, and so every process of the run, is
+/// gone.
+#[derive(Debug)]
+struct NetnsLease {
+    fd: Option<OwnedFd>,
+    shared: Arc<Shared>,
+}
+
+impl NetnsLease {
+    /// A free namespace, or a new one; `None` when none can be made (runs then make their own).
+    fn take(shared: &Arc<Shared>) -> Option<NetnsLease> {
+        if shared.netns_unavailable.load(Ordering::Relaxed) {
+            return None;
+        }
+        let free = shared
+            .netns_free
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .pop();
+        let fd = match free {
+            Some(fd) => fd,
+            None => match spawn::new_netns() {
+                Ok(fd) => fd,
+                Err(_) => {
+                    shared.netns_unavailable.store(true, Ordering::Relaxed);
+                    return None;
+                }
+            },
+        };
+        Some(NetnsLease {
+            fd: Some(fd),
+            shared: Arc::clone(shared),
+        })
+    }
+
+    fn raw(&self) -> Option<std::os::fd::RawFd> {
+        self.fd.as_ref().map(AsRawFd::as_raw_fd)
+    }
+}
+
+impl Drop for NetnsLease {
+    fn drop(&mut self) {
+        if let Some(fd) = self.fd.take() {
+            self.shared
+                .netns_free
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(fd);
+        }
+    }
 }
 
 /// Prepared supervisors kept per layout: enough for the usual two parallel runs.
@@ -91,6 +152,7 @@ impl LayoutKey {
 struct Prepared {
     running: spawn::Running,
     cgroup: RunCgroup,
+    netns: Option<NetnsLease>,
     host_uid: u32,
     made: Instant,
 }
@@ -101,6 +163,7 @@ struct Prepared {
 struct Teardown {
     _supervisor: Option<spawn::Running>,
     _cgroup: RunCgroup,
+    _netns: Option<NetnsLease>,
 }
 
 impl Drop for Sandbox {
@@ -147,6 +210,8 @@ impl Sandbox {
             cgroups,
             idmap_unavailable: AtomicBool::new(false),
             pool: Mutex::new(HashMap::new()),
+            netns_free: Mutex::new(Vec::new()),
+            netns_unavailable: AtomicBool::new(false),
         });
         let for_preparer = Arc::clone(&shared);
         let (prep_tx, prep_rx) = mpsc::channel::<LayoutKey>();
@@ -277,6 +342,7 @@ impl Sandbox {
         let Prepared {
             running,
             cgroup,
+            netns,
             host_uid,
             ..
         } = match pooled {
@@ -319,6 +385,7 @@ impl Sandbox {
         let teardown = Teardown {
             _supervisor: fin.exiting.take(),
             _cgroup: cgroup,
+            _netns: netns,
         };
         match &self.reaper {
             // A reaper that is gone hands the teardown back; it is then done here.
@@ -384,6 +451,7 @@ impl Sandbox {
         let t = Teardown {
             _supervisor: Some(p.running),
             _cgroup: p.cgroup,
+            _netns: p.netns,
         };
         match &self.reaper {
             Some(tx) => drop(tx.send(t)),
@@ -393,7 +461,7 @@ impl Sandbox {
 }
 
 /// Clones a supervisor for `key`, puts it in fresh cgroups and lets it build its root.
-fn prepare(shared: &Shared, key: &LayoutKey) -> Result<Prepared, RunError> {
+fn prepare(shared: &Arc<Shared>, key: &LayoutKey) -> Result<Prepared, RunError> {
     let seq = RUN_SEQ.fetch_add(1, Ordering::Relaxed);
     let host_uid =
         HOST_UID_BASE + ((u64::from(std::process::id()) * 4099 + seq) % HOST_UID_SPAN) as u32;
@@ -410,6 +478,7 @@ fn prepare(shared: &Shared, key: &LayoutKey) -> Result<Prepared, RunError> {
         } else {
             None
         };
+    let netns = NetnsLease::take(shared);
     let RootOps {
         ops,
         repo_op,
@@ -421,6 +490,7 @@ fn prepare(shared: &Shared, key: &LayoutKey) -> Result<Prepared, RunError> {
         view: key.view,
         limits: &limits,
         idmapped_lower: idmapped.as_ref().map(AsRawFd::as_raw_fd),
+        own_netns: netns.is_none(),
     })?;
     let plan = ChildPlan {
         ops,
@@ -433,7 +503,8 @@ fn prepare(shared: &Shared, key: &LayoutKey) -> Result<Prepared, RunError> {
             what: "creating the run's cgroups",
             source: e,
         })?;
-    let running = match spawn::start(&plan, host_uid, |pid| cgroup.attach(pid)) {
+    let netns_fd = netns.as_ref().and_then(NetnsLease::raw);
+    let running = match spawn::start(&plan, host_uid, netns_fd, |pid| cgroup.attach(pid)) {
         Ok(r) => r,
         Err(StartError::Op(i, _))
             if idmapped.is_some() && (i == repo_op || Some(i) == lower_op) =>
@@ -461,6 +532,7 @@ fn prepare(shared: &Shared, key: &LayoutKey) -> Result<Prepared, RunError> {
     Ok(Prepared {
         running,
         cgroup,
+        netns,
         host_uid,
         made: Instant::now(),
     })

@@ -845,10 +845,50 @@ pub(crate) struct Finished {
     pub(crate) cpu_time: Duration,
 }
 
-/// Clones the supervisor into new namespaces and waits until it has built the root.
+/// A new network namespace with only `lo`, up, held by the returned descriptor.
+///
+/// It is made on a short-lived thread of its own (a network namespace is a per-thread
+/// property), owned by the host's user namespace: a run that joins it has no capability over
+/// it, so it can neither reconfigure it nor leave anything in it but sockets, which die with
+/// the run's processes.
+pub(crate) fn new_netns() -> io::Result<OwnedFd> {
+    std::thread::spawn(|| -> io::Result<OwnedFd> {
+        // SAFETY: unshare and open act on this thread alone; run_op is given a plain op.
+        unsafe {
+            if libc::unshare(libc::CLONE_NEWNET) != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            run_op(&Op::LoopbackUp).map_err(io::Error::from_raw_os_error)?;
+            let fd = libc::open(
+                c"/proc/thread-self/ns/net".as_ptr(),
+                libc::O_RDONLY | libc::O_CLOEXEC,
+            );
+            if fd < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            Ok(OwnedFd::from_raw_fd(fd))
+        }
+    })
+    .join()
+    .unwrap_or_else(|_| Err(io::Error::other("the network namespace thread panicked")))
+}
+
+/// Moves the calling thread into the network namespace `fd`.
+fn enter_netns(fd: RawFd) -> io::Result<()> {
+    // SAFETY: setns on a valid descriptor changes only this thread's namespace.
+    if unsafe { libc::setns(fd, libc::CLONE_NEWNET) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Clones the supervisor into new namespaces and waits until it has built the root. With
+/// `netns` it joins that network namespace ([`new_netns`]) instead of making one: the clone
+/// happens while the calling thread is in it, and the thread goes back at once.
 pub(crate) fn start(
     plan: &ChildPlan,
     host_uid: u32,
+    netns: Option<RawFd>,
     attach: impl FnOnce(libc::pid_t) -> io::Result<()>,
 ) -> Result<Running, StartError> {
     let exec = ExecArea::new()?;
@@ -865,17 +905,36 @@ pub(crate) fn start(
         out: out_w.as_raw_fd(),
         err: err_w.as_raw_fd(),
     };
-    let flags = libc::CLONE_NEWUSER
+    let mut flags = libc::CLONE_NEWUSER
         | libc::CLONE_NEWNS
         | libc::CLONE_NEWPID
-        | libc::CLONE_NEWNET
         | libc::CLONE_NEWIPC
         | libc::CLONE_NEWUTS;
+    let home = match netns {
+        None => {
+            flags |= libc::CLONE_NEWNET;
+            None
+        }
+        Some(fd) => {
+            let own = std::fs::File::open("/proc/thread-self/ns/net")
+                .map_err(|e| SandboxError::io("opening", "/proc/thread-self/ns/net", e))?;
+            enter_netns(fd).map_err(|e| SandboxError::Sys {
+                what: "joining the run's network namespace",
+                source: e,
+            })?;
+            Some(own)
+        }
+    };
     // SAFETY: the child runs only `supervisor`, which never returns and does not allocate.
     let pid = unsafe { raw_clone(flags as libc::c_ulong) };
     if pid == 0 {
         // SAFETY: see above.
         unsafe { supervisor(plan, exec.ptr as *const ExecHeader, fds) };
+    }
+    if let Some(own) = home {
+        // The thread must not stay in the run's namespace: its own later connections (and
+        // the caller's, if it is the main thread) belong on the host.
+        enter_netns(own.as_raw_fd()).expect("going back to the thread's own network namespace");
     }
     if pid < 0 {
         return Err(SandboxError::sys("clone into new namespaces").into());

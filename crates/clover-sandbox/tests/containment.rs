@@ -522,3 +522,88 @@ fn a_missing_command_is_an_error_not_an_outcome() {
         "{err}"
     );
 }
+
+/// Runs share network namespaces one after another (making one per run is the dearest part
+/// of a start), never at the same time, and nothing of a run is left in one for the next: a
+/// listener left behind by a detached daemon is gone, `lo` is still up, and the run can
+/// change nothing in its namespace's configuration.
+#[test]
+fn network_namespaces_are_reused_clean_and_never_shared_at_once() {
+    let Some(sb) = sandbox() else { return };
+    let Some(py) = python() else { return };
+    let c = Case::new();
+    let script = |body: &str| {
+        let mut s = RunSpec::new(c.repo.path(), [py, "-c", body]);
+        s.limits.wall = Duration::from_secs(20);
+        s
+    };
+    let probe = r#"
+import os, socket
+print(os.readlink('/proc/self/ns/net'))
+s = socket.socket()
+try:
+    s.connect(('127.0.0.1', 45678))
+    print('connected')
+except ConnectionRefusedError:
+    print('refused')
+l = socket.socket()
+l.bind(('127.0.0.1', 0))
+l.listen()
+socket.create_connection(l.getsockname()).close()
+print('lo up')
+"#;
+    // A leaves a listener behind in a detached daemon and tries to change its namespace;
+    // B, running at the same time, looks for that listener.
+    let leaver = r#"
+import os, socket, subprocess, sys, time
+print(os.readlink('/proc/self/ns/net'))
+daemon = 'import socket, time\ns = socket.socket()\ns.bind(("127.0.0.1", 45678))\ns.listen()\ntime.sleep(60)'
+subprocess.Popen([sys.executable, '-c', daemon], start_new_session=True)
+for _ in range(100):
+    try:
+        socket.create_connection(('127.0.0.1', 45678)).close()
+        print('daemon listening')
+        break
+    except ConnectionRefusedError:
+        time.sleep(0.05)
+time.sleep(1.0)
+for path in ('/proc/sys/net/ipv4/ip_forward', '/proc/sys/net/ipv4/ip_unprivileged_port_start'):
+    try:
+        open(path, 'w').write('1')
+        print('changed', path)
+    except OSError:
+        pass
+print('left a listener')
+"#;
+    let (a, b) = std::thread::scope(|s| {
+        let a = s.spawn(|| c.run(sb, &script(leaver)));
+        std::thread::sleep(Duration::from_millis(700));
+        let b = c.run(sb, &script(probe));
+        (a.join().unwrap(), b)
+    });
+    assert_eq!(a.exit, ExitStatus::Code(0), "{}", a.stderr.text());
+    let a_lines: Vec<String> = a.stdout.text().lines().map(String::from).collect();
+    assert_eq!(
+        a_lines[1..],
+        ["daemon listening", "left a listener"],
+        "a run changed its namespace"
+    );
+    let b_text = b.stdout.text();
+    assert!(b_text.contains("refused\nlo up\n"), "{b_text}");
+    assert_ne!(b_text.lines().next(), Some(a_lines[0].as_str()));
+    // One after another: every run finds no listener and `lo` up, and namespaces repeat.
+    let mut seen = Vec::new();
+    let runs = 12;
+    for _ in 0..runs {
+        let out = c.run(sb, &script(probe));
+        let text = out.stdout.text();
+        assert!(text.ends_with("refused\nlo up\n"), "{text}");
+        seen.push(text.lines().next().unwrap().to_string());
+    }
+    let reused_a = seen.contains(&a_lines[0]);
+    eprintln!("A {} then {seen:?}", a_lines[0]);
+    assert!(
+        reused_a,
+        "the namespace of the run that left a listener was not reused in {runs} runs: {seen:?}"
+    );
+}
