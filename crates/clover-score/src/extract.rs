@@ -193,6 +193,89 @@ pub fn align_prediction(line: &str, masked_line: &str) -> Option<String> {
     (!prediction.is_empty()).then(|| prediction.to_string())
 }
 
+/// Lines an assertion may grow by beyond the masked line's own when a model fills the mask
+/// with a multi-line operand.
+const MAX_EXTRA_LINES: usize = 30;
+
+/// Task I: the first run of consecutive lines of `source` that fills `masked_line` (which may
+/// itself span lines) with a complete operand: the fewest lines whose prediction has balanced
+/// brackets, so an operand that goes on over the next lines is never cut after its first.
+pub fn align_in_lines(source: &str, masked_line: &str) -> Option<String> {
+    let lines: Vec<&str> = source
+        .lines()
+        .map(|l| l.trim().trim_matches('`'))
+        .collect();
+    let longest = masked_line.lines().count().max(1) + MAX_EXTRA_LINES;
+    for start in 0..lines.len() {
+        for end in start + 1..=(start + longest).min(lines.len()) {
+            let window = lines[start..end].join("\n");
+            if let Some(p) = align_prediction(&window, masked_line) {
+                if brackets_balance(&p) {
+                    return Some(p);
+                }
+            }
+        }
+    }
+    None
+}
+
+/// Whether every bracket of Python code `code` is closed, string literals skipped.
+fn brackets_balance(code: &str) -> bool {
+    let mut depth: Vec<char> = Vec::new();
+    let mut chars = code.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\'' | '"' => {
+                // A string literal, triple-quoted or not, to its closing quote.
+                let triple = chars.clone().take(2).all(|n| n == c);
+                if triple {
+                    chars.next();
+                    chars.next();
+                }
+                let mut run = 0;
+                let mut closed = false;
+                while let Some(n) = chars.next() {
+                    if n == '\\' {
+                        chars.next();
+                        run = 0;
+                    } else if n == c {
+                        run += 1;
+                        if !triple || run == 3 {
+                            closed = true;
+                            break;
+                        }
+                    } else {
+                        run = 0;
+                    }
+                }
+                if !closed {
+                    return false;
+                }
+            }
+            '#' => {
+                for n in chars.by_ref() {
+                    if n == '\n' {
+                        break;
+                    }
+                }
+            }
+            '(' | '[' | '{' => depth.push(c),
+            ')' | ']' | '}' => {
+                let open = match c {
+                    ')' => '(',
+                    ']' => '[',
+                    _ => '{',
+                };
+                if depth.pop() != Some(open) {
+                    return false;
+                }
+            }
+            _ => {}
+        }
+    }
+    depth.is_empty()
+}
+
 /// Task I: the predicted operand in an answer.
 pub fn predict_operand(text: &str, masked_line: &str) -> Result<String, NoCode> {
     if text.trim().is_empty() {
@@ -205,11 +288,8 @@ pub fn predict_operand(text: &str, masked_line: &str) -> Result<String, NoCode> 
     }
     sources.push(text);
     for source in &sources {
-        for line in source.lines() {
-            let line = line.trim().trim_matches('`');
-            if let Some(p) = align_prediction(line, masked_line) {
-                return Ok(p);
-            }
+        if let Some(p) = align_in_lines(source, masked_line) {
+            return Ok(p);
         }
     }
     let code = code.ok_or(NoCode::NoCodeFound)?;
@@ -422,6 +502,30 @@ mod tests {
             extract_code("```x == 1```", Language::Python).unwrap(),
             "x == 1\n"
         );
+    }
+
+    /// Assertions over several lines, as real suites write them (toolz, jinja2, itsdangerous):
+    /// a masked line that spans lines, and a one-line mask filled with a multi-line operand.
+    #[test]
+    fn task_one_multi_line_assertions_are_aligned_whole() {
+        let m = "assert list(mapcat(identity, [[1, 2], [3]])) == [\n    <MASK>,\n]";
+        let answer =
+            "```python\nassert list(mapcat(identity, [[1, 2], [3]])) == [\n    1, 2, 3,\n]\n```";
+        assert_eq!(predict_operand(answer, m).unwrap(), "1, 2, 3");
+        let m = "assert d == <MASK>";
+        let answer = r#"assert d == {
+    'a': (1, 2),
+    'b': "a ) in a string",  # a ) comment
+}
+"#;
+        assert_eq!(
+            predict_operand(answer, m).unwrap(),
+            "{\n'a': (1, 2),\n'b': \"a ) in a string\",  # a ) comment\n}"
+        );
+        // Where the operand never closes, nothing is predicted from a cut-off line.
+        assert!(predict_operand("assert d == {\n    'a': 1,\n", m).is_err());
+        let triple = "assert d == '''x\n(y'''";
+        assert_eq!(predict_operand(triple, m).unwrap(), "'''x\n(y'''");
     }
 
     #[test]

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use clover_protocol::{FileCoverage, LineRanges, Outcome, RunResult, Task};
 use serde_json::Value;
 
-use crate::extract::align_prediction;
+use crate::extract::align_in_lines;
 use clover_extract::is_constant_operand as is_constant;
 
 use crate::pyexpr::{identifiers, normalize};
@@ -185,10 +185,7 @@ fn prediction(r: &RunResult, facts: &ClozeFacts) -> Option<String> {
         return Some(a.clone());
     }
     let masked = facts.masked_line.as_deref()?;
-    r.candidate
-        .as_deref()?
-        .lines()
-        .find_map(|l| align_prediction(l.trim(), masked))
+    align_in_lines(r.candidate.as_deref()?, masked)
 }
 
 /// Judges one run result.
