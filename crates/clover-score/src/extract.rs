@@ -201,10 +201,7 @@ const MAX_EXTRA_LINES: usize = 30;
 /// itself span lines) with a complete operand: the fewest lines whose prediction has balanced
 /// brackets, so an operand that goes on over the next lines is never cut after its first.
 pub fn align_in_lines(source: &str, masked_line: &str) -> Option<String> {
-    let lines: Vec<&str> = source
-        .lines()
-        .map(|l| l.trim().trim_matches('`'))
-        .collect();
+    let lines: Vec<&str> = source.lines().map(|l| l.trim().trim_matches('`')).collect();
     let longest = masked_line.lines().count().max(1) + MAX_EXTRA_LINES;
     for start in 0..lines.len() {
         for end in start + 1..=(start + longest).min(lines.len()) {
