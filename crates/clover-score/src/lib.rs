@@ -62,8 +62,8 @@ mod pyexpr;
 mod report;
 
 pub use extract::{
-    align_in_lines, align_prediction, assemble_candidate, code_blocks, extract_code, indent_after, predict_operand,
-    reindent, Candidate, CodeBlock, NoCode,
+    align_in_lines, align_prediction, assemble_candidate, code_blocks, extract_code, indent_after,
+    predict_operand, reindent, Candidate, CodeBlock, NoCode,
 };
 pub use join::{assemble_file, JoinError, JoinedFile};
 pub use judge::{
