@@ -137,7 +137,12 @@ fn frequency_filter(cands: Vec<ClozeCandidate>, max_share: f64) -> (Vec<ClozeCan
     }
     let frequent: Vec<bool> = cands
         .iter()
-        .map(|c| counts[c.reference.as_str()] as f64 / total as f64 > max_share)
+        // A reference seen once is never frequent: in a repository of fewer than 100
+        // candidates the share of a single one is over 1%, and the rule would drop them all.
+        .map(|c| {
+            let n = counts[c.reference.as_str()];
+            n > 1 && n as f64 / total as f64 > max_share
+        })
         .collect();
     let dropped = frequent.iter().filter(|&&f| f).count();
     let kept = cands
@@ -711,5 +716,16 @@ mod tests {
         assert_eq!(kept.len(), 197);
         assert!(kept.iter().all(|c| c.reference != "True"));
         assert_eq!(kept.iter().filter(|c| c.reference == "x").count(), 2);
+    }
+
+    /// markupsafe has 88 candidates: each is over 1% of them, but one seen once is never a
+    /// frequent reference; one seen twice (2.3%) is.
+    #[test]
+    fn frequency_filter_keeps_single_references_in_small_repositories() {
+        let mut cands: Vec<ClozeCandidate> = (0..86).map(|i| cand(&format!("v{i}"))).collect();
+        cands.extend(["True", "True"].map(cand));
+        let (kept, dropped) = frequency_filter(cands, 0.01);
+        assert_eq!((kept.len(), dropped), (86, 2));
+        assert!(kept.iter().all(|c| c.reference != "True"));
     }
 }
