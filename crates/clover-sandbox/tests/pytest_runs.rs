@@ -138,7 +138,8 @@ fn tampered_reports_are_never_believed() {
     );
 
     // No JUnit report at all (removed), nor a coverage report: never "0 tests, passed".
-    let gone = "    for f in ('junit.xml', 'coverage.xml'):\n        os.remove(os.path.join(out, f))";
+    let gone =
+        "    for f in ('junit.xml', 'coverage.xml'):\n        os.remove(os.path.join(out, f))";
     let r = run(&py, tampering(gone), "tests/test_tamper.py").unwrap();
     assert_eq!(r.outcome, Outcome::Error, "{:?}", r.message);
     assert!(r.tests.is_empty() && r.coverage.is_empty());
