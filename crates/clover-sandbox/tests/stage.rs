@@ -3,7 +3,7 @@
 //! (`cargo xtask setup`) and, for C++, g++, GoogleTest and gcovr.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
 use clover_protocol::{
@@ -212,14 +212,7 @@ fn resume_skips_what_is_done() {
 
 fn cpp_ready() -> Option<()> {
     clover_testkit::root()?;
-    for tool in [
-        "/usr/bin/g++",
-        "/usr/bin/gcovr",
-        "/usr/include/gtest/gtest.h",
-    ] {
-        clover_testkit::require(tool, Path::new(tool).exists().then_some(()))?;
-    }
-    Some(())
+    clover_testkit::cpp_toolchain()
 }
 
 #[test]

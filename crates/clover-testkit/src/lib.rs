@@ -94,3 +94,16 @@ pub fn is_root() -> bool {
 pub fn root() -> Option<()> {
     require("root (the sandbox needs it)", is_root().then_some(()))
 }
+
+/// `Some(())` when the C++ toolchain `cargo xtask setup` installs is there (g++, gcovr and
+/// GoogleTest's headers); a skip or failure otherwise.
+pub fn cpp_toolchain() -> Option<()> {
+    for tool in [
+        "/usr/bin/g++",
+        "/usr/bin/gcovr",
+        "/usr/include/gtest/gtest.h",
+    ] {
+        require(tool, Path::new(tool).exists().then_some(()))?;
+    }
+    Some(())
+}

@@ -15,13 +15,7 @@ use crate::support::{run_ok, tool};
 /// Root (the sandbox), the C++ tools, and the tokenizer.
 fn cpp_ready() -> Option<PathBuf> {
     clover_testkit::root()?;
-    for tool in [
-        "/usr/bin/g++",
-        "/usr/bin/gcovr",
-        "/usr/include/gtest/gtest.h",
-    ] {
-        clover_testkit::require(tool, Path::new(tool).exists().then_some(()))?;
-    }
+    clover_testkit::cpp_toolchain()?;
     clover_testkit::tokenizer_model()
 }
 
