@@ -102,6 +102,8 @@ pub fn unique_blocks(
 pub struct BlockRun {
     /// Executable lines in the run.
     pub lines: usize,
+    /// Those lines.
+    pub executable: Vec<u32>,
     pub path: String,
     pub start: u32,
     pub end: u32,
@@ -130,6 +132,7 @@ pub fn block_runs(
             if run.len() >= MIN_BLOCK_LINES {
                 found.push(BlockRun {
                     lines: run.len(),
+                    executable: run.clone(),
                     path: path.clone(),
                     start: run[0],
                     end: *run.last().expect("non-empty"),
@@ -180,6 +183,7 @@ pub fn select_blocks(
                 start_line: r.start,
                 end_line: r.end,
                 code,
+                lines: LineRanges::from_lines(r.executable),
             }
         })
         .collect()
@@ -354,6 +358,11 @@ mod tests {
         assert_eq!((b.start_line, b.end_line), (10, 18));
         assert!(b.code.starts_with("line10\n") && b.code.ends_with("line18\n"));
         assert_eq!(b.code.lines().count(), 9);
+        // What a coverage test must run: the executable lines, not the comment and the blank.
+        assert_eq!(
+            b.lines.iter().collect::<Vec<_>>(),
+            [10, 11, 12, 15, 16, 17, 18]
+        );
         // A peer covering one line in the middle splits it into 10..12 (3) and 15..18 (4): none.
         let peer2 = cov(&[("m.py", &[15])]);
         assert!(unique_blocks(&base, &[&peer, &peer2], &executable, |_| None).len() <= 1);

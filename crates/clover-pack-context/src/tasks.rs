@@ -473,7 +473,15 @@ pub fn coverage_test(input: &mut RepoInput) -> Result<Vec<Drafted>, TokenizerErr
             Value::Array(
                 blocks
                     .iter()
-                    .map(|b| json!({"path": b.path, "start_line": b.start_line, "end_line": b.end_line}))
+                    .map(|b| {
+                        let mut v = json!({"path": b.path, "start_line": b.start_line,
+                            "end_line": b.end_line});
+                        // The lines a test must run; without them, the whole span.
+                        if !b.lines.is_empty() {
+                            v["lines"] = json!(b.lines);
+                        }
+                        v
+                    })
                     .collect(),
             ),
         );

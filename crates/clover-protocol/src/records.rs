@@ -336,6 +336,11 @@ pub struct UniqueBlock {
     pub start_line: u32,
     pub end_line: u32,
     pub code: String,
+    /// The block's executable lines, which the test covers: what a coverage test must run
+    /// (blank lines, comments, `else:` and continuation lines inside the span are not among
+    /// them, and no test can cover those). Empty in older records.
+    #[serde(default, skip_serializing_if = "LineRanges::is_empty")]
+    pub lines: LineRanges,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
