@@ -207,7 +207,8 @@ pub fn align_in_lines(source: &str, masked_line: &str) -> Option<String> {
         for end in start + 1..=(start + longest).min(lines.len()) {
             let window = lines[start..end].join("\n");
             if let Some(p) = align_prediction(&window, masked_line) {
-                if brackets_balance(&p) {
+                // A backslash at the end continues the statement on the next line.
+                if brackets_balance(&p) && !p.ends_with('\\') {
                     return Some(p);
                 }
             }
@@ -521,6 +522,11 @@ mod tests {
         );
         // Where the operand never closes, nothing is predicted from a cut-off line.
         assert!(predict_operand("assert d == {\n    'a': 1,\n", m).is_err());
+        // A line continued with a backslash (toolz's test_groupby_non_callable).
+        let m = "assert <MASK>";
+        let answer = "assert f(0) == \\\n        {1: [2]}\n";
+        assert_eq!(predict_operand(answer, m).unwrap(), "f(0) == \\\n{1: [2]}");
+        let m = "assert d == <MASK>";
         let triple = "assert d == '''x\n(y'''";
         assert_eq!(predict_operand(triple, m).unwrap(), "'''x\n(y'''");
     }
