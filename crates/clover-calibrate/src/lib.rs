@@ -15,7 +15,8 @@
 //! runs `runs` times (default 3); a problem whose outcome or lines change between runs is
 //! flaky. The slow path (`--per-test`) runs each problem with its empty variant in a process
 //! of its own; it exists to cross-check the fast one, and the fast path falls back to it for
-//! a group whose shared run timed out or crashed.
+//! a group whose shared run timed out or crashed. A problem file that does not collect
+//! excludes its own problems (`collection_error`); the rest of its group runs without it.
 //!
 //! Lines run at import or collection time are attributed to no test (they belong to
 //! coverage.py's empty context, or are not measured at all) in both paths alike; `base` and

@@ -144,11 +144,45 @@ struct RunReport {
     /// Per node id (a parametrized test folds its cases).
     outcomes: HashMap<String, Cases>,
     coverage: ContextCoverage,
-    /// The run as a whole: timeout, crash (no report), collection error.
+    /// Test files of the run that pytest could not collect, with its message. pytest goes on
+    /// with the other files (`--continue-on-collection-errors`), so one problem file that
+    /// does not import costs only the problems whose test or empty test is in it.
+    collection_errors: HashMap<String, String>,
+    /// The run as a whole: timeout, crash (no report), a collection error of no test file of
+    /// the run (a `conftest.py`).
     failure: Option<(ExclusionReason, String)>,
 }
 
+/// Runs the test nodes of `files`; when a file does not collect, pytest refuses to run any
+/// node (a node id it cannot find is a usage error), so the nodes of the files that did
+/// collect run again without it, and the report keeps the collection errors of the first run.
 fn run_pytest(
+    sandbox: &Sandbox,
+    repo: &RepoConfig,
+    opts: &CalibrateOptions,
+    files: &[(&str, &str)],
+    nodes: &[&str],
+) -> Result<RunReport, GroupError> {
+    let first = run_pytest_once(sandbox, repo, opts, files, nodes)?;
+    if first.collection_errors.is_empty() || !first.outcomes.is_empty() {
+        return Ok(first);
+    }
+    let collects = |path: &str| !first.collection_errors.contains_key(path);
+    let files: Vec<(&str, &str)> = files.iter().copied().filter(|f| collects(f.0)).collect();
+    let nodes: Vec<&str> = nodes
+        .iter()
+        .copied()
+        .filter(|n| collects(n.split("::").next().unwrap_or(n)))
+        .collect();
+    if nodes.is_empty() {
+        return Ok(first);
+    }
+    let mut report = run_pytest_once(sandbox, repo, opts, &files, &nodes)?;
+    report.collection_errors.extend(first.collection_errors);
+    Ok(report)
+}
+
+fn run_pytest_once(
     sandbox: &Sandbox,
     repo: &RepoConfig,
     opts: &CalibrateOptions,
@@ -164,6 +198,7 @@ fn run_pytest(
         "-p".into(),
         coverage_json::PLUGIN_MODULE.into(),
         "-q".into(),
+        "--continue-on-collection-errors".into(),
         "--rootdir=.".into(),
         format!("--junitxml={REPORT_DIR}/junit.xml").into(),
         "--cov-report=".into(),
@@ -217,6 +252,7 @@ fn run_pytest(
     let mut report = RunReport {
         outcomes: HashMap::new(),
         coverage: ContextCoverage::default(),
+        collection_errors: HashMap::new(),
         failure: None,
     };
     if out.limit_hit.is_some() {
@@ -247,12 +283,16 @@ fn run_pytest(
         let Some(node) = node_of_case(case, &paths) else {
             // A case naming no test function is a collection error of the file it names.
             if case.outcome == TestOutcome::Error || case.outcome == TestOutcome::Failed {
-                report.failure = Some((
-                    ExclusionReason::CollectionError,
-                    case.message
-                        .clone()
-                        .unwrap_or_else(|| "collection error".into()),
-                ));
+                let message = case
+                    .message
+                    .clone()
+                    .unwrap_or_else(|| "collection error".into());
+                match file_of_case(case, &paths) {
+                    Some(path) => {
+                        report.collection_errors.insert(path.to_string(), message);
+                    }
+                    None => report.failure = Some((ExclusionReason::CollectionError, message)),
+                }
             }
             continue;
         };
@@ -312,6 +352,21 @@ pub fn node_of_case(case: &TestCase, paths: &[&str]) -> Option<String> {
         });
     }
     None
+}
+
+/// The test file among `paths` that a JUnit case of no test function names: pytest writes a
+/// collection error of `tests/tmp_test_x_1.py` with an empty classname and the name
+/// `tests.tmp_test_x_1`.
+fn file_of_case<'p>(case: &TestCase, paths: &[&'p str]) -> Option<&'p str> {
+    let dotted = if case.classname.is_empty() {
+        case.name.clone()
+    } else {
+        format!("{}.{}", case.classname, case.name)
+    };
+    paths
+        .iter()
+        .copied()
+        .find(|path| path.trim_end_matches(".py").replace('/', ".") == dotted)
 }
 
 /// A file of a coverage report as a repository-relative path, if it is one of the
@@ -376,6 +431,9 @@ fn source_files(repo: &RepoConfig) -> Vec<String> {
 #[derive(Debug, Clone, PartialEq)]
 struct Observation {
     outcome: Outcome,
+    /// The outcome is an error because the problem's file or its empty variant did not
+    /// collect.
+    collection_error: bool,
     message: Option<String>,
     base: CoverageMap,
     empty: CoverageMap,
@@ -383,16 +441,25 @@ struct Observation {
 
 /// What `report` says about problem `p`, whose empty test ran as `empty_node`.
 fn observe(report: &RunReport, p: &Prepared, empty_node: &str) -> Observation {
-    let (outcome, message) = match report.outcomes.get(&p.py.node_id) {
-        Some(cases) => cases.outcome(),
-        None => match &report.failure {
+    let empty_file = empty_node.split("::").next().unwrap_or(empty_node);
+    let collection_error = [p.py.problem_file.as_str(), empty_file]
+        .into_iter()
+        .find_map(|file| Some((file, report.collection_errors.get(file)?)));
+    let ran = report.outcomes.get(&p.py.node_id);
+    let (outcome, message) = match (collection_error, ran) {
+        (Some((file, m)), _) => (Outcome::Error, Some(format!("{file} did not collect: {m}"))),
+        (None, Some(cases)) => cases.outcome(),
+        (None, None) => match &report.failure {
             Some((ExclusionReason::Timeout, m)) => (Outcome::Timeout, Some(m.clone())),
             Some((_, m)) => (Outcome::Error, Some(m.clone())),
             None => (Outcome::Error, Some("the test did not run".into())),
         },
     };
+    let whole_run_collection =
+        ran.is_none() && matches!(report.failure, Some((ExclusionReason::CollectionError, _)));
     Observation {
         outcome,
+        collection_error: collection_error.is_some() || whole_run_collection,
         message,
         base: report
             .coverage
@@ -563,6 +630,7 @@ fn judge(obs: &[Observation]) -> Option<Exclusion> {
         Outcome::Passed => return None,
         Outcome::Failed => ExclusionReason::Failed,
         Outcome::Timeout => ExclusionReason::Timeout,
+        _ if first.collection_error => ExclusionReason::CollectionError,
         _ => ExclusionReason::Error,
     };
     let mut detail = first.message.clone().unwrap_or_default();
@@ -620,6 +688,28 @@ mod tests {
     }
 
     #[test]
+    fn a_collection_error_names_its_file() {
+        let files = ["tests/tmp_test_core_2.py", "tests/tmp_empty_core_2.py"];
+        let case = |classname: &str, name: &str| TestCase {
+            name: name.into(),
+            classname: classname.into(),
+            outcome: TestOutcome::Error,
+            message: Some("collection failure".into()),
+            duration_secs: 0.0,
+        };
+        assert_eq!(
+            file_of_case(&case("", "tests.tmp_empty_core_2"), &files),
+            Some("tests/tmp_empty_core_2.py")
+        );
+        assert_eq!(
+            file_of_case(&case("tests", "tmp_test_core_2"), &files),
+            Some("tests/tmp_test_core_2.py")
+        );
+        assert_eq!(file_of_case(&case("", "tests.conftest"), &files), None);
+        assert_eq!(file_of_case(&case("", "tests.tmp_test_core"), &files), None);
+    }
+
+    #[test]
     fn skipped_cases_count_neither_way() {
         let c = |passed, failure: Option<Outcome>| Cases {
             passed,
@@ -638,6 +728,7 @@ mod tests {
     fn a_changing_outcome_or_coverage_is_flaky() {
         let o = |outcome, lines: &[u32]| Observation {
             outcome,
+            collection_error: false,
             message: None,
             base: [(
                 "m.py".to_string(),

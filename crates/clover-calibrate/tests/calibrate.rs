@@ -277,6 +277,49 @@ fn a_flaky_test_is_found_and_kept_out() {
 }
 
 #[test]
+fn a_problem_file_that_does_not_collect_costs_only_its_own_problem() {
+    let (Some(python), Some(())) = (clover_testkit::python(), clover_testkit::root()) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let fixture = clover_testkit::fixture("python");
+    let repo = &RepoConfig::resolve(None, None, Some(&fixture)).unwrap()[0];
+    let mut problems: Vec<Problem> = extract(repo)
+        .into_iter()
+        .filter(|p| p.id.contains("test_money.py"))
+        .collect();
+    assert!(problems.len() >= 3, "{}", problems.len());
+    // The second problem's file (and so its empty variant) fails at import, after the test.
+    let broken = problems[1].id.clone();
+    problems[1]
+        .python
+        .as_mut()
+        .unwrap()
+        .problem_text
+        .push_str("\nimport clover_no_such_module_at_all\n");
+    let input = write_problems(dir.path(), &problems);
+    let args = python_args(&python, &fixture);
+    let mut a = args_ref(&args);
+    a.extend(["--runs", "1"]);
+    let (records, _) = calibrate(&input, &a);
+    assert_eq!(records.len(), problems.len());
+    let e = records[&broken]
+        .exclusion
+        .as_ref()
+        .expect("the problem that does not collect is excluded");
+    assert_eq!(e.reason, ExclusionReason::CollectionError, "{}", e.detail);
+    assert!(
+        e.detail.contains("did not collect") && e.detail.contains("clover_no_such_module_at_all"),
+        "{}",
+        e.detail
+    );
+    for (id, r) in records.iter().filter(|(id, _)| **id != broken) {
+        assert!(r.exclusion.is_none(), "{id}: {:?}", r.exclusion);
+        assert!(!r.base.is_empty(), "{id}: no covered lines");
+    }
+}
+
+#[test]
 fn corpus_fast_path_equals_per_test_path() {
     let (Some(manifest), Some(())) = (clover_testkit::corpus_manifest(), clover_testkit::root())
     else {
