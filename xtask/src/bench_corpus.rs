@@ -179,7 +179,7 @@ pub fn run(root: &Path, names: &[String], build: bool) -> Result<()> {
     let failures = oracle_failures(Path::new(&results[0]))?;
     let durations = run_durations(&results)?;
 
-    let suites = suite_overheads(root, &manifest, &selected)?;
+    let suites = suite_overheads(root, &manifest, &work, &selected)?;
     let flat = flat_memory(&bin, &m, &work, &results)?;
 
     let figures = Figures {
@@ -477,7 +477,7 @@ fn run_durations(results: &[String]) -> Result<BTreeMap<String, (usize, f64)>> {
     Ok(out)
 }
 
-/// One Python package's suite, bare and sandboxed.
+/// One package's suite, bare and sandboxed.
 struct Suite {
     name: String,
     target: String,
@@ -485,10 +485,39 @@ struct Suite {
     sandboxed_secs: f64,
 }
 
-fn suite_overheads(root: &Path, manifest: &Path, selected: &[String]) -> Result<Vec<Suite>> {
+/// Each selected package's tests bare and sandboxed: a Python package's whole suite; a C++
+/// package's test files that extract paired with a source (built, run and measured).
+fn suite_overheads(
+    root: &Path,
+    manifest: &Path,
+    work: &Path,
+    selected: &[String],
+) -> Result<Vec<Suite>> {
     let mut out = Vec::new();
     for cfg in RepoConfig::resolve(Some(manifest), None, None)? {
-        if !selected.contains(&cfg.name) || cfg.language != clover_protocol::Language::Python {
+        if !selected.contains(&cfg.name) {
+            continue;
+        }
+        if cfg.language == clover_protocol::Language::Cpp {
+            let tests = cpp_test_files(&work.join(format!("{}-problems.jsonl", cfg.name)))?;
+            if tests.is_empty() {
+                continue;
+            }
+            step(&format!("{}: the test files bare and sandboxed", cfg.name));
+            let mut args = vec![
+                "gtest".to_string(),
+                SUITE_RUNS.to_string(),
+                manifest.display().to_string(),
+                cfg.name.clone(),
+            ];
+            args.extend(tests.iter().cloned());
+            let v = crate::bench::sandbox_bench(root, &args)?;
+            out.push(Suite {
+                name: cfg.name.clone(),
+                target: tests.join(" "),
+                bare_secs: v["bare_us"].as_f64().context("no bare time")? / 1e6,
+                sandboxed_secs: v["sandbox_us"].as_f64().context("no sandbox time")? / 1e6,
+            });
             continue;
         }
         let python = cfg
@@ -522,6 +551,25 @@ fn suite_overheads(root: &Path, manifest: &Path, selected: &[String]) -> Result<
             bare_secs: v["bare_us"].as_f64().context("no bare time")? / 1e6,
             sandboxed_secs: v["sandbox_us"].as_f64().context("no sandbox time")? / 1e6,
         });
+    }
+    Ok(out)
+}
+
+/// The distinct test files of a C++ package's problems, in order of first appearance.
+fn cpp_test_files(problems: &Path) -> Result<Vec<String>> {
+    let mut out: Vec<String> = Vec::new();
+    let mut reader = RecordReader::new(
+        BufReader::new(std::fs::File::open(problems)?),
+        &problems.display().to_string(),
+        DEFAULT_MAX_LINE_BYTES,
+    );
+    while let Some(r) = reader.next_record::<clover_protocol::Problem>() {
+        let (_, p) = r?;
+        if let Some(cpp) = p.cpp {
+            if !out.contains(&cpp.test_path) {
+                out.push(cpp.test_path);
+            }
+        }
     }
     Ok(out)
 }
@@ -911,8 +959,12 @@ impl Figures {
         writeln!(
             md,
             "Each Python package's suite (`pytest --cov` of its test folder), bare in the \
-             repository and in the sandbox, interleaved, medians of {SUITE_RUNS} \
-             (`sandbox_bench pytest`).\n"
+             repository and in the sandbox (`sandbox_bench pytest`); each C++ package's paired \
+             test files, built with the library under test (`--coverage`, the library from its \
+             sources both ways), run and measured with gcovr, bare in a copy of the \
+             repository with the sandbox's own commands and through `GtestRun` with an empty \
+             library cache (`sandbox_bench gtest`; sandbox-run itself builds a library once). \
+             Interleaved, medians of {SUITE_RUNS}.\n"
         )?;
         writeln!(md, "| package | tests | bare | sandboxed | ratio |")?;
         writeln!(md, "|---|---|---:|---:|---:|")?;
@@ -966,5 +1018,214 @@ impl Figures {
         }
         writeln!(md, "{END}")?;
         Ok(md)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clover_protocol::{ExecSpec, RecordKind, SCHEMA_VERSION};
+
+    fn instance(id: &str, repo: &str, task: Task, setting: &str) -> String {
+        serde_json::to_string(&Instance {
+            kind: RecordKind::Instance,
+            schema_version: SCHEMA_VERSION,
+            id: id.into(),
+            problem_id: format!("{repo}/p"),
+            repo: repo.into(),
+            task,
+            setting: setting.into(),
+            answer_format: "code".into(),
+            prompt: "p".into(),
+            messages: Vec::new(),
+            prompt_tokens: 1,
+            context_files: Vec::new(),
+            reference: "r".into(),
+            exec: ExecSpec::default(),
+            scoring: BTreeMap::new(),
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn every_instance_is_counted_and_only_the_run_settings_are_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let lines = [
+            instance("a#1", "a", Task::AssertionCloze, "po"),
+            instance("a#2", "a", Task::AssertionCloze, "4k"),
+            instance("a#3", "a", Task::AssertionCloze, "po"),
+            instance("b#1", "b", Task::CoverageTest, "8k"),
+        ];
+        let from = dir.path().join("in.jsonl");
+        let to = dir.path().join("out.jsonl");
+        std::fs::write(&from, lines.join("\n") + "\n").unwrap();
+        let built = keep_settings(&from, &to).unwrap();
+        let a = &built[&("a".to_string(), "assertion_cloze".to_string())];
+        assert_eq!((a["po"], a["4k"]), (2, 1));
+        assert_eq!(built[&("b".into(), "coverage_test".into())]["8k"], 1);
+        assert_eq!(built.len(), 2);
+        let kept = std::fs::read_to_string(&to).unwrap();
+        assert_eq!(kept, format!("{}\n{}\n", lines[0], lines[2]));
+
+        std::fs::write(&from, "{not json\n").unwrap();
+        let e = keep_settings(&from, &to).unwrap_err().to_string();
+        assert!(e.ends_with("in.jsonl:1: not an instance"), "{e}");
+    }
+
+    #[test]
+    fn scores_are_pooled_over_settings_by_their_counts() {
+        let dir = tempfile::tempdir().unwrap();
+        let row = |repo: &str, model: &str, setting: &str, n: u64, rer: f64| {
+            serde_json::json!({"model": model, "task": "assertion_cloze", "setting": setting,
+                "repo": repo, "n": n, "metrics": {"rer": rer, "em": 0.0}})
+        };
+        let report = serde_json::json!({"rows": [
+            row("a", "oracle", "po", 1, 1.0),
+            row("a", "oracle", "4k", 3, 0.5),
+            row("a", "copy-operand", "po", 4, 0.25),
+            // The pooled rows of every repository are not a package.
+            row(clover_score::ALL_REPOS, "oracle", "po", 9, 0.0),
+        ], "utilization": []});
+        let path = dir.path().join("score.json");
+        std::fs::write(&path, report.to_string()).unwrap();
+        let scores = read_scores(&path).unwrap();
+        assert_eq!(scores.len(), 1);
+        let s = &scores[&("a".to_string(), "assertion_cloze".to_string())];
+        assert_eq!((s.metric.as_str(), s.n), ("rer", 4));
+        assert_eq!(s.by_model["oracle"], 0.625);
+        assert_eq!(s.by_model["copy-operand"], 0.25);
+    }
+
+    #[test]
+    fn copies_get_new_ids_and_keep_every_other_byte() {
+        let dir = tempfile::tempdir().unwrap();
+        let from = dir.path().join("in.jsonl");
+        let lines = [
+            r#"{"kind":"response","id":"x#1@m","instance_id":"x#1","text":"id x#1"}"#,
+            r#"{"kind":"response","id":"x#2@m","instance_id":"x#2","text":""}"#,
+        ];
+        std::fs::write(&from, lines.join("\n") + "\n").unwrap();
+        let to = dir.path().join("out.jsonl");
+        write_copies(&[from], 3, &to).unwrap();
+        let out = std::fs::read_to_string(&to).unwrap();
+        let out: Vec<&str> = out.lines().collect();
+        assert_eq!(out.len(), 6);
+        assert_eq!(out[..2], lines[..]);
+        assert_eq!(
+            out[4],
+            r#"{"kind":"response","id":"x#1@m~2","instance_id":"x#1~2","text":"id x#1"}"#
+        );
+        let ids: std::collections::BTreeSet<&str> =
+            out.iter().map(|l| l.split('"').nth(7).unwrap()).collect();
+        assert_eq!(ids.len(), 6, "{ids:?}");
+    }
+
+    #[test]
+    fn the_test_files_of_cpp_problems_are_listed_once_each() {
+        let data = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../crates/clover-pack-context/tests/data/calibrated_cpp.jsonl");
+        let dir = tempfile::tempdir().unwrap();
+        let problems = dir.path().join("problems.jsonl");
+        let mut out = String::new();
+        let mut want: Vec<String> = Vec::new();
+        for line in std::fs::read_to_string(data).unwrap().lines() {
+            let v: serde_json::Value = serde_json::from_str(line).unwrap();
+            let test = v["problem"]["cpp"]["test_path"]
+                .as_str()
+                .unwrap()
+                .to_string();
+            if !want.contains(&test) {
+                want.push(test);
+            }
+            // Each problem twice, the second under another id: a test file shared by
+            // problems is listed once.
+            let mut again = v["problem"].clone();
+            again["id"] = format!("{}~2", again["id"].as_str().unwrap()).into();
+            out.push_str(&format!("{}\n{again}\n", v["problem"]));
+        }
+        std::fs::write(&problems, out).unwrap();
+        assert!(want.len() >= 3, "{want:?}");
+        assert_eq!(cpp_test_files(&problems).unwrap(), want);
+    }
+
+    fn figures(oracle: f64, one_kib: u64, ten_kib: u64) -> Figures {
+        let cost = |own_kib| Measured {
+            secs: 1.0,
+            tree_kib: 4096,
+            own_kib,
+        };
+        let mut scores = BTreeMap::new();
+        for (task, v) in [("assertion_cloze", oracle), ("targeted_test", 1.0)] {
+            scores.insert(
+                ("a".to_string(), task.to_string()),
+                Score {
+                    metric: "rer".into(),
+                    n: 10,
+                    by_model: [("oracle".into(), v), ("copy-operand".into(), 0.1)].into(),
+                },
+            );
+        }
+        Figures {
+            names: vec!["a".into()],
+            packages: vec![Package {
+                name: "a".into(),
+                language: "Python",
+                problems: 12,
+                kept: 11,
+                excluded: [("failed".to_string(), 1)].into(),
+            }],
+            built: [(
+                ("a".to_string(), "assertion_cloze".to_string()),
+                [("po".to_string(), 10)].into(),
+            )]
+            .into(),
+            runs: vec![StageRun {
+                stage: "calibrate".into(),
+                subject: "a".into(),
+                cost: cost(2048),
+            }],
+            pipeline_secs: 60.0,
+            scores,
+            failures: vec!["a#1 [assertion_cloze, Failed]: a | b".into()],
+            durations: BTreeMap::new(),
+            suites: Vec::new(),
+            flat: vec![Flat {
+                stage: "score",
+                what: "results".into(),
+                records: 5,
+                one: cost(one_kib),
+                ten: cost(ten_kib),
+            }],
+            xtask_kib: 1024,
+            total_secs: 120.0,
+        }
+    }
+
+    #[test]
+    fn a_missed_target_is_named_and_marked() {
+        assert!(figures(0.95, 1000, 1200).missed().is_empty());
+        let f = figures(0.9, 1000, 1300);
+        let missed = f.missed();
+        assert_eq!(missed.len(), 2, "{missed:?}");
+        assert!(
+            missed[0].starts_with("a assertion_cloze: the oracle scores 90.0% rer"),
+            "{}",
+            missed[0]
+        );
+        assert!(missed[1].starts_with("score: peak memory"), "{}", missed[1]);
+        let md = f.section().unwrap();
+        assert!(md.starts_with(BEGIN) && md.trim_end().ends_with(END));
+        assert!(
+            md.contains("| a | assertion_cloze | rer | 10 | 90.0% ✗ | 10.0% |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| a | targeted_test | rer | 10 | 100.0% | 10.0% |"),
+            "{md}"
+        );
+        assert!(md.contains("| a | Python | 12 | 11 | failed: 1 |"), "{md}");
+        // A `|` in a failure's message does not break the table.
+        assert!(md.contains("a \\| b"), "{md}");
+        assert!(md.contains("`cargo xtask bench --corpus a`"), "{md}");
     }
 }

@@ -3,6 +3,7 @@
 //! ```text
 //! sandbox_bench spawn  N REPO            # /bin/true: bare fork+exec, the sandbox, bubblewrap
 //! sandbox_bench pytest N REPO PYTHON TESTFILE SRC  # one pytest file, bare and sandboxed
+//! sandbox_bench gtest  N MANIFEST NAME TESTFILE…   # C++ test files, bare and sandboxed
 //! ```
 //!
 //! Each prints one JSON object of medians (microseconds). The variants run interleaved, one
@@ -12,8 +13,10 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use clover_sandbox::gtest::{CppProject, GtestRun, LibraryCache};
 use clover_sandbox::pytest::PytestRun;
-use clover_sandbox::{Limits, RunSpec, Sandbox};
+use clover_sandbox::report::parse_junit;
+use clover_sandbox::{Limits, RunSpec, Sandbox, WriteFile};
 
 fn median(mut v: Vec<Duration>) -> f64 {
     v.sort();
@@ -177,6 +180,155 @@ fn pytest(n: usize, repo: &Path, python: &Path, test_file: &str, src: &str) {
     );
 }
 
+/// `words` as one shell command line.
+fn sh(words: &[&str]) -> String {
+    let quote = |w: &str| format!("'{}'", w.replace('\'', r"'\''"));
+    words.iter().map(|w| quote(w)).collect::<Vec<_>>().join(" ")
+}
+
+/// C++ test files of a manifest's repository, each compiled with the library under test
+/// (`--coverage`), run and measured with gcovr: bare on the host, in a fresh copy of the
+/// repository, with the sandbox's own commands (the run without a network, `unshare -n`);
+/// and sandboxed, `GtestRun::run` with an empty library cache. Both build the library from
+/// its sources, so each does the same work; sandbox-run itself builds a repository's library
+/// once and reuses it.
+fn gtest(n: usize, manifest: &Path, name: &str, tests: &[&str]) {
+    let sb = Sandbox::new().expect("the sandbox needs root");
+    let cfg = clover_manifest::RepoConfig::resolve(Some(manifest), Some(name), None)
+        .expect("the manifest")
+        .remove(0);
+    let project = CppProject::from_config(&cfg);
+    let limits = Limits {
+        wall: Duration::from_secs(600),
+        cpu_secs: 600,
+        ..Limits::default()
+    };
+    let sources: Vec<String> = {
+        let dir = tempfile::tempdir().expect("a temporary folder");
+        let cache = LibraryCache::new(dir.path()).expect("a library cache");
+        let lib = cache.library(&sb, &project, &limits).expect("the library");
+        lib.sources().map(|p| p.display().to_string()).collect()
+    };
+    let includes: Vec<String> = cfg
+        .include_dirs
+        .iter()
+        .map(|d| format!("-I{}", d.display()))
+        .collect();
+    let links: Vec<String> = project.link.iter().map(|l| format!("-l{l}")).collect();
+    let compile = |extra: &[&str]| -> Vec<String> {
+        std::iter::once(project.cxx.as_str())
+            .chain(project.cxxflags.iter().map(String::as_str))
+            .chain(includes.iter().map(String::as_str))
+            .chain(extra.iter().copied())
+            .map(String::from)
+            .collect()
+    };
+    // The three steps of a sandboxed run, as shell scripts run in the copy.
+    let scripts = |test: &str| -> [String; 3] {
+        let mut lib = String::from("set -e\nmkdir -p .clover-build/lib .clover-out\n");
+        let mut objects = Vec::new();
+        for src in &sources {
+            let obj = format!(".clover-build/lib/{}.o", src.replace('/', "__"));
+            let words = compile(&["--coverage", "-c", src, "-o", &obj]);
+            lib.push_str(&sh(&words.iter().map(String::as_str).collect::<Vec<_>>()));
+            lib.push('\n');
+            objects.push(obj);
+        }
+        let cand = compile(&["-c", test, "-o", ".clover-build/candidate.o"]);
+        let mut link = compile(&[".clover-build/candidate.o"]);
+        link.extend(objects);
+        link.extend(["--coverage", "-o", ".clover-build/candidate-test"].map(String::from));
+        link.extend(links.iter().cloned());
+        let words = |v: &[String]| sh(&v.iter().map(String::as_str).collect::<Vec<_>>());
+        let run = format!(
+            "set -e\n{}\n{}\nexec unshare -n ./.clover-build/candidate-test \
+             --gtest_output=xml:.clover-out/gtest.xml\n",
+            words(&cand),
+            words(&link)
+        );
+        let gcovr = "gcovr --root . --cobertura .clover-out/coverage.xml .clover-build/lib".into();
+        [lib, run, gcovr]
+    };
+    let env: Vec<(String, String)> = cfg.env.clone().into_iter().collect();
+    let copies = tempfile::tempdir().expect("a temporary folder");
+    let mut copy_no = 0;
+    let mut bare_run = |test: &str| -> (Duration, usize) {
+        copy_no += 1;
+        let copy = copies.path().join(copy_no.to_string());
+        let st = Command::new("cp")
+            .arg("-a")
+            .arg(&cfg.root)
+            .arg(&copy)
+            .status()
+            .expect("cp");
+        assert!(st.success(), "copying {}", cfg.root.display());
+        let t = Instant::now();
+        for (step, script) in scripts(test).iter().enumerate() {
+            let st = Command::new("/bin/sh")
+                .args(["-c", script])
+                .current_dir(&copy)
+                .envs(env.iter().map(|(k, v)| (k, v)))
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .expect("/bin/sh");
+            // The test binary may fail on purpose; the builds and gcovr may not.
+            assert!(step == 1 || st.success(), "bare step {step} of {test}");
+        }
+        let elapsed = t.elapsed();
+        let xml = std::fs::read(copy.join(".clover-out/gtest.xml")).expect("the bare report");
+        let cov = copy.join(".clover-out/coverage.xml");
+        assert!(cov.exists(), "bare gcovr of {test} wrote no report");
+        std::fs::remove_dir_all(&copy).expect("removing the copy");
+        (elapsed, parse_junit(&xml).expect("the bare report").len())
+    };
+    let sandboxed_run = |test: &str| -> (Duration, usize) {
+        let cache_dir = tempfile::tempdir().expect("a temporary folder");
+        let run = GtestRun {
+            project: &project,
+            test_file: WriteFile {
+                path: test.into(),
+                contents: std::fs::read(cfg.root.join(test)).expect("the test file"),
+            },
+            filter: Vec::new(),
+            limits: limits.clone(),
+        };
+        let t = Instant::now();
+        let cache = LibraryCache::new(cache_dir.path()).expect("a library cache");
+        let r = run.run(&sb, &cache).expect("the sandboxed run");
+        let elapsed = t.elapsed();
+        assert!(
+            !r.coverage.is_empty(),
+            "sandboxed run of {test}: no coverage"
+        );
+        (elapsed, r.tests.len())
+    };
+    let (mut bare, mut sand) = (Vec::new(), Vec::new());
+    for round in 0..=n {
+        let (mut b, mut s) = (Duration::ZERO, Duration::ZERO);
+        for test in tests {
+            let (bt, bn) = bare_run(test);
+            let (st, sn) = sandboxed_run(test);
+            assert_eq!(
+                bn, sn,
+                "{test}: bare and sandboxed runs ran different tests"
+            );
+            assert!(bn > 0, "{test}: no tests ran");
+            (b, s) = (b + bt, s + st);
+        }
+        // Round 0 warms the page cache and the compiler.
+        if round > 0 {
+            bare.push(b);
+            sand.push(s);
+        }
+    }
+    println!(
+        "{{\"n\":{n},\"bare_us\":{:.1},\"sandbox_us\":{:.1}}}",
+        median(bare),
+        median(sand)
+    );
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let n = |s: &str| s.parse::<usize>().expect("a count");
@@ -186,8 +338,14 @@ fn main() {
         ["pytest", count, repo, python, test_file, src] => {
             pytest(n(count), &abs(repo), &abs(python), test_file, src)
         }
+        ["gtest", count, manifest, name, ref tests @ ..] if !tests.is_empty() => {
+            gtest(n(count), &abs(manifest), name, tests)
+        }
         _ => {
-            eprintln!("usage: sandbox_bench spawn N REPO | pytest N REPO PYTHON TESTFILE SRC");
+            eprintln!(
+                "usage: sandbox_bench spawn N REPO | pytest N REPO PYTHON TESTFILE SRC \
+                 | gtest N MANIFEST NAME TESTFILE…"
+            );
             std::process::exit(2);
         }
     }
