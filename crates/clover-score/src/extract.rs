@@ -194,17 +194,31 @@ pub fn align_prediction(line: &str, masked_line: &str) -> Option<String> {
 }
 
 /// Lines an assertion may grow by beyond the masked line's own when a model fills the mask
-/// with a multi-line operand.
-const MAX_EXTRA_LINES: usize = 30;
+/// with a multi-line operand (click's suite compares 30-line lists with comments in them).
+const MAX_EXTRA_LINES: usize = 200;
 
 /// Task I: the first run of consecutive lines of `source` that fills `masked_line` (which may
 /// itself span lines) with a complete operand: the fewest lines whose prediction has balanced
 /// brackets, so an operand that goes on over the next lines is never cut after its first.
 pub fn align_in_lines(source: &str, masked_line: &str) -> Option<String> {
+    let squash = |s: &str| -> String { s.chars().filter(|c| !c.is_whitespace()).collect() };
+    let before = squash(masked_line.split_once("<MASK>")?.0);
     let lines: Vec<&str> = source.lines().map(|l| l.trim().trim_matches('`')).collect();
     let longest = masked_line.lines().count().max(1) + MAX_EXTRA_LINES;
     for start in 0..lines.len() {
+        // What the window holds, without whitespace: it must agree with the text before the
+        // mask, else no longer window from this line can align either.
+        let mut squashed = String::new();
         for end in start + 1..=(start + longest).min(lines.len()) {
+            squashed.push_str(&squash(lines[end - 1]));
+            let agrees = if squashed.len() < before.len() {
+                before.starts_with(&squashed)
+            } else {
+                squashed.starts_with(&before)
+            };
+            if !agrees {
+                break;
+            }
             let window = lines[start..end].join("\n");
             if let Some(p) = align_prediction(&window, masked_line) {
                 // A backslash at the end continues the statement on the next line.
@@ -526,6 +540,16 @@ mod tests {
         let m = "assert <MASK>";
         let answer = "assert f(0) == \\\n        {1: [2]}\n";
         assert_eq!(predict_operand(answer, m).unwrap(), "f(0) == \\\n{1: [2]}");
+        // A long list with comments in it (click's test_hiding_of_unset_sentinel_in_callbacks).
+        let items: Vec<String> = (0..40)
+            .map(|i| format!("    # item {i}, (not a bracket\n    \"v{i}: [x]\","))
+            .collect();
+        let answer = format!("assert out == [\n{}\n]\nassert done\n", items.join("\n"));
+        let p = predict_operand(&answer, "assert out == <MASK>").unwrap();
+        assert!(
+            p.starts_with("[\n# item 0") && p.ends_with("\"v39: [x]\",\n]"),
+            "{p}"
+        );
         let m = "assert d == <MASK>";
         let triple = "assert d == '''x\n(y'''";
         assert_eq!(predict_operand(triple, m).unwrap(), "'''x\n(y'''");
