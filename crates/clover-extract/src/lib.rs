@@ -51,7 +51,7 @@ pub use clover_protocol::Language;
 pub use cpp::{pair_cpp_files, strip_comments, CppPair, CppUtBenchRow};
 pub use error::{ExtractError, FileIssue, IssueKind, Summary};
 pub use options::{ExtractOptions, DEFAULT_CHUNK_LINES, DEFAULT_MAX_FILE_BYTES};
-pub use python::{is_constant_operand, python_problems};
+pub use python::{identifiers, is_constant_operand, python_problems};
 
 use std::path::Path;
 

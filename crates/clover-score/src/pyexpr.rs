@@ -4,16 +4,6 @@
 
 use std::collections::BTreeSet;
 
-use tree_sitter::{Parser, Tree};
-
-fn parse(code: &str) -> Option<Tree> {
-    let mut parser = Parser::new();
-    parser
-        .set_language(&tree_sitter_python::LANGUAGE.into())
-        .ok()?;
-    parser.parse(code, None)
-}
-
 /// `expr` without whitespace outside string literals: `x  in d` and `x in  d` read the same,
 /// `'a b'` keeps its space. What exact match compares.
 pub fn normalize(expr: &str) -> String {
@@ -57,24 +47,10 @@ fn is_word(c: char) -> bool {
     c.is_alphanumeric() || c == '_'
 }
 
-/// The identifiers `code` uses (names and attribute names), from a parse of the dedented code.
+/// The identifiers `code` uses (names and attribute names), from a parse of the dedented code
+/// ([`clover_extract::identifiers`]).
 pub fn identifiers(code: &str) -> BTreeSet<String> {
-    let code = crate::extract::reindent(code, "");
-    let mut out = BTreeSet::new();
-    let Some(tree) = parse(&code) else {
-        return out;
-    };
-    let mut stack = vec![tree.root_node()];
-    while let Some(node) = stack.pop() {
-        if node.kind() == "identifier" {
-            if let Ok(t) = node.utf8_text(code.as_bytes()) {
-                out.insert(t.to_string());
-            }
-        }
-        let mut cursor = node.walk();
-        stack.extend(node.children(&mut cursor));
-    }
-    out
+    clover_extract::identifiers(&crate::extract::reindent(code, ""))
 }
 
 #[cfg(test)]

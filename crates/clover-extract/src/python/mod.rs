@@ -25,6 +25,28 @@ use isolate::{isolate, Target};
 use refs::{Bindings, Resolver};
 use units::{last_line, Block, Builder, Role, Src, Unit};
 
+/// The identifiers Python `code` uses (names and attribute names), from a parse of the code
+/// as it is (dedent it first). The one rule for "the code names X": pack-context asks Task II
+/// only for targets the ground truth's body names, and score requires an answer to name its
+/// target, both by this.
+pub fn identifiers(code: &str) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    let Some(tree) = parse(code) else {
+        return out;
+    };
+    let mut stack = vec![tree.root_node()];
+    while let Some(node) = stack.pop() {
+        if node.kind() == "identifier" {
+            if let Ok(t) = node.utf8_text(code.as_bytes()) {
+                out.insert(t.to_string());
+            }
+        }
+        let mut cursor = node.walk();
+        stack.extend(node.children(&mut cursor));
+    }
+    out
+}
+
 /// Problem files are named with this prefix; files that start with it are never tests.
 const PROBLEM_FILE_PREFIX: &str = "tmp_test_";
 
@@ -705,6 +727,21 @@ class TestChild(TestBase):
             "{t}"
         );
         assert!(!t.contains("sys_path"), "{t}");
+    }
+
+    /// click's test_sentinel_duplication_preserves_identity names `Sentinel()` only in its
+    /// docstring: that is not using it.
+    #[test]
+    fn identifiers_are_whole_names_outside_strings_and_comments() {
+        let ids = identifiers(
+            "\"\"\"``Sentinel()`` rejects it.\"\"\"\ns = TimestampSigner(key)  # Signer\nx = mod.f(1)\n",
+        );
+        for n in ["s", "TimestampSigner", "key", "x", "mod", "f"] {
+            assert!(ids.contains(n), "{n}: {ids:?}");
+        }
+        for n in ["Sentinel", "Signer", "rejects", ""] {
+            assert!(!ids.contains(n), "{n}: {ids:?}");
+        }
     }
 
     #[test]
