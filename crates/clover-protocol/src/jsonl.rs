@@ -184,8 +184,20 @@ pub struct RecordReader<R> {
     source: String,
     line: u64,
     buf: Vec<u8>,
-    seen: std::collections::HashMap<String, u64>,
+    /// Every id read so far, as [`id_key`], with its line (saturating at `u32::MAX`): 16
+    /// bytes an id, not the id's text, so a stage's memory barely grows with its input.
+    seen: std::collections::HashMap<[u32; 3], u32>,
     done: bool,
+}
+
+/// An id as 96 bits of two independent hashes (FNV-1a's 64 and 32 of SipHash's): two
+/// different ids of one input share a key with odds of about n²/2⁹⁷ (10⁻¹⁷ for a million).
+fn id_key(id: &str) -> [u32; 3] {
+    use std::hash::{Hash, Hasher};
+    let mut sip = std::hash::DefaultHasher::new();
+    id.hash(&mut sip);
+    let fnv = crate::fnv1a64(id.as_bytes());
+    [(fnv >> 32) as u32, fnv as u32, sip.finish() as u32]
 }
 
 impl<R> std::fmt::Debug for RecordReader<R> {
@@ -297,14 +309,15 @@ impl<R: BufRead> RecordReader<R> {
             }
             let result = parse_line::<T>(text, at);
             let result = result.and_then(|record| {
-                let id = record.id().to_string();
-                match self.seen.get(&id) {
+                let id = record.id();
+                match self.seen.get(&id_key(id)) {
                     Some(&first_line) => Err(RecordError::DuplicateId {
-                        at: at(Some(id)),
-                        first_line,
+                        at: at(Some(id.to_string())),
+                        first_line: first_line.into(),
                     }),
                     None => {
-                        self.seen.insert(id, self.line);
+                        let line = u32::try_from(self.line).unwrap_or(u32::MAX);
+                        self.seen.insert(id_key(id), line);
                         Ok((self.line, record))
                     }
                 }
