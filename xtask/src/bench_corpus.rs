@@ -839,7 +839,8 @@ impl Figures {
         writeln!(
             md,
             "Headline metric of each task (score's own: RER for Task I, success rate for II \
-             and III, pass rate for C++), pooled over the settings run. Target: the oracle \
+             and III, and for C++ the success rate too: the file passes and covers every \
+             focal line the ground truth covers), pooled over the settings run. Target: the oracle \
              ≥ {} on every task of every package.\n",
             pct(ORACLE_TARGET)
         )?;
@@ -993,7 +994,8 @@ impl Figures {
         writeln!(
             md,
             "The same records, then {FLAT_COPIES} copies of each with new ids. Target: the \
-             stage alone ≤ {FLAT_TARGET}× its 1× peak.\n"
+             stage alone ≤ {FLAT_TARGET}× its 1× peak. What grows is the reader's table of \
+             the ids seen (16 bytes a record, to catch a duplicate id).\n"
         )?;
         writeln!(
             md,
