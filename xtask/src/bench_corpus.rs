@@ -485,6 +485,18 @@ struct Suite {
     sandboxed_secs: f64,
 }
 
+impl Suite {
+    /// A suite's medians as `sandbox_bench` prints them (microseconds).
+    fn measured(name: &str, target: String, v: &serde_json::Value) -> Result<Suite> {
+        Ok(Suite {
+            name: name.to_string(),
+            target,
+            bare_secs: v["bare_us"].as_f64().context("no bare time")? / 1e6,
+            sandboxed_secs: v["sandbox_us"].as_f64().context("no sandbox time")? / 1e6,
+        })
+    }
+}
+
 /// Each selected package's tests bare and sandboxed: a Python package's whole suite; a C++
 /// package's test files that extract paired with a source (built, run and measured).
 fn suite_overheads(
@@ -512,12 +524,7 @@ fn suite_overheads(
             ];
             args.extend(tests.iter().cloned());
             let v = crate::bench::sandbox_bench(root, &args)?;
-            out.push(Suite {
-                name: cfg.name.clone(),
-                target: tests.join(" "),
-                bare_secs: v["bare_us"].as_f64().context("no bare time")? / 1e6,
-                sandboxed_secs: v["sandbox_us"].as_f64().context("no sandbox time")? / 1e6,
-            });
+            out.push(Suite::measured(&cfg.name, tests.join(" "), &v)?);
             continue;
         }
         let python = cfg
@@ -545,12 +552,7 @@ fn suite_overheads(
                 src,
             ],
         )?;
-        out.push(Suite {
-            name: cfg.name.clone(),
-            target,
-            bare_secs: v["bare_us"].as_f64().context("no bare time")? / 1e6,
-            sandboxed_secs: v["sandbox_us"].as_f64().context("no sandbox time")? / 1e6,
-        });
+        out.push(Suite::measured(&cfg.name, target, &v)?);
     }
     Ok(out)
 }

@@ -6,6 +6,7 @@
 //! sees whole records as soon as they exist; given a path it writes `PATH.partial` and renames
 //! it to `PATH` when the stage finishes, so `PATH` is only ever a complete output.
 
+use std::collections::hash_map::Entry;
 use std::collections::HashSet;
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufRead, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
@@ -310,14 +311,13 @@ impl<R: BufRead> RecordReader<R> {
             let result = parse_line::<T>(text, at);
             let result = result.and_then(|record| {
                 let id = record.id();
-                match self.seen.get(&id_key(id)) {
-                    Some(&first_line) => Err(RecordError::DuplicateId {
+                match self.seen.entry(id_key(id)) {
+                    Entry::Occupied(first) => Err(RecordError::DuplicateId {
                         at: at(Some(id.to_string())),
-                        first_line: first_line.into(),
+                        first_line: (*first.get()).into(),
                     }),
-                    None => {
-                        let line = u32::try_from(self.line).unwrap_or(u32::MAX);
-                        self.seen.insert(id_key(id), line);
+                    Entry::Vacant(slot) => {
+                        slot.insert(u32::try_from(self.line).unwrap_or(u32::MAX));
                         Ok((self.line, record))
                     }
                 }

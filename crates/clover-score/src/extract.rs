@@ -166,7 +166,6 @@ fn trim_blank_lines(text: &str) -> &str {
 /// around the mask without whitespace.
 pub fn align_prediction(line: &str, masked_line: &str) -> Option<String> {
     let (before, after) = masked_line.split_once("<MASK>")?;
-    let squash = |s: &str| -> String { s.chars().filter(|c| !c.is_whitespace()).collect() };
     let (before, after) = (squash(before), squash(after));
     // The non-whitespace characters of the line with their byte offsets.
     let chars: Vec<(usize, char)> = line
@@ -193,6 +192,11 @@ pub fn align_prediction(line: &str, masked_line: &str) -> Option<String> {
     (!prediction.is_empty()).then(|| prediction.to_string())
 }
 
+/// `s` without its whitespace.
+fn squash(s: &str) -> String {
+    s.chars().filter(|c| !c.is_whitespace()).collect()
+}
+
 /// Lines an assertion may grow by beyond the masked line's own when a model fills the mask
 /// with a multi-line operand (click's suite compares 30-line lists with comments in them).
 const MAX_EXTRA_LINES: usize = 200;
@@ -201,7 +205,6 @@ const MAX_EXTRA_LINES: usize = 200;
 /// itself span lines) with a complete operand: the fewest lines whose prediction has balanced
 /// brackets, so an operand that goes on over the next lines is never cut after its first.
 pub fn align_in_lines(source: &str, masked_line: &str) -> Option<String> {
-    let squash = |s: &str| -> String { s.chars().filter(|c| !c.is_whitespace()).collect() };
     let before = squash(masked_line.split_once("<MASK>")?.0);
     let lines: Vec<&str> = source.lines().map(|l| l.trim().trim_matches('`')).collect();
     let longest = masked_line.lines().count().max(1) + MAX_EXTRA_LINES;
