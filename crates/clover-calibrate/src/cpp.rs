@@ -134,6 +134,11 @@ pub fn calibrate_cpp(
         let r = binary
             .run(sandbox, &filter, limits)
             .map_err(|e| err(problem, e.to_string()))?;
+        let what = match filter.is_empty() {
+            true => "the whole file".to_string(),
+            false => format!("--gtest_filter={}", filter.join(":")),
+        };
+        measured(problem, &r, &what)?;
         analysis::merge_lines(&mut executable, &to_map(&r.executable));
         Ok::<_, GroupError>(r)
     };
@@ -184,16 +189,54 @@ pub fn calibrate_cpp(
         });
     }
 
-    // Each TEST alone, and the empty test.
+    // Each TEST alone, and the empty test. A TEST that passes with its file but not alone
+    // depends on the others: its own lines cannot be told, so the problem is left out.
     let mut per_test: Vec<CoverageMap> = Vec::new();
     for t in &cpp.tests {
-        per_test.push(to_map(&run(vec![gtest_filter(t)])?.coverage));
+        let r = run(vec![gtest_filter(t)])?;
+        if r.outcome != Outcome::Passed {
+            let e = Exclusion {
+                reason: match r.outcome {
+                    Outcome::Timeout => ExclusionReason::Timeout,
+                    _ => ExclusionReason::Flaky,
+                },
+                detail: format!(
+                    "{}.{} passes with its file but is {:?} alone{}",
+                    t.suite,
+                    t.name,
+                    r.outcome,
+                    r.message.map(|m| format!(": {m}")).unwrap_or_default()
+                )
+                .to_lowercase(),
+            };
+            let cov = Coverage {
+                base: bases.swap_remove(0),
+                empty: CoverageMap::new(),
+            };
+            let record = record(Some(e), outcomes, &cov, Vec::new(), Vec::new());
+            return Ok(CppCalibration {
+                record,
+                test_builds,
+            });
+        }
+        per_test.push(to_map(&r.coverage));
     }
     let empty = match build(EMPTY_TEST.as_bytes().to_vec())? {
         Ok(empty_binary) => {
             let r = empty_binary
                 .run(sandbox, &[], limits)
                 .map_err(|e| err(problem, e.to_string()))?;
+            if r.outcome != Outcome::Passed {
+                return Err(err(
+                    problem,
+                    format!(
+                        "a file of one empty TEST does not pass: {:?}: {}",
+                        r.outcome,
+                        r.message.unwrap_or_default()
+                    ),
+                ));
+            }
+            measured(problem, &r, "a file of one empty TEST")?;
             analysis::merge_lines(&mut executable, &to_map(&r.executable));
             to_map(&r.coverage)
         }
@@ -255,6 +298,22 @@ pub fn calibrate_cpp(
         record,
         test_builds,
     })
+}
+
+/// `Err` when a run that ended by itself has no whole coverage: lines lost to the sandbox or
+/// to gcovr would silently move unique blocks and tiers, so they stop the problem instead.
+fn measured(
+    problem: &Problem,
+    r: &clover_sandbox::gtest::GtestResult,
+    what: &str,
+) -> Result<(), GroupError> {
+    match &r.coverage_problem {
+        None => Ok(()),
+        Some(why) => Err(err(
+            problem,
+            format!("the coverage of the run of {what} cannot be measured: {why}"),
+        )),
+    }
 }
 
 /// The ground truth's lines (its first run) and the empty test's.

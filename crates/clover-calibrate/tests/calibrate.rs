@@ -7,7 +7,7 @@ use std::process::Command;
 
 use clover_manifest::RepoConfig;
 use clover_protocol::{
-    CalibratedProblem, ContextTier, ExclusionReason, Problem, RecordReader, RecordWriter,
+    CalibratedProblem, ContextTier, ExclusionReason, Outcome, Problem, RecordReader, RecordWriter,
 };
 
 /// Problems of a repository, extracted with the extract library.
@@ -389,4 +389,58 @@ fn cpp_fixture_per_test_blocks_and_tiers() {
     let tier = |p: &str| r.tiers.iter().find(|t| t.path == p).map(|t| t.tier);
     assert_eq!(tier("src/histogram.cc"), Some(ContextTier::Peer));
     assert_eq!(tier("src/ring_buffer.cc"), Some(ContextTier::Repo));
+}
+
+/// A TEST that passes with its file but not alone (it counts on the TEST before it) has no
+/// lines of its own to measure: the problem is left out as flaky, and the record says which
+/// TEST and how it failed alone.
+#[test]
+fn a_cpp_test_that_fails_alone_is_left_out() {
+    let (Some(()), Some(())) = (clover_testkit::root(), clover_testkit::cpp_toolchain()) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let repo_dir = dir.path().join("tally");
+    for (path, text) in [
+        (
+            "clover.toml",
+            "[[repo]]\nname = \"tally\"\npath = \".\"\nlanguage = \"cpp\"\n\
+             source_dirs = [\"src\"]\ntest_dirs = [\"tests\"]\ninclude_dirs = [\"src\"]\n\
+             cxxflags = [\"-std=c++17\", \"-O0\"]\nlink = [\"gtest_main\", \"gtest\", \"pthread\"]\n",
+        ),
+        ("src/tally.h", "namespace tally {\nint Next();\n}\n"),
+        (
+            "src/tally.cc",
+            "#include \"tally.h\"\n\nnamespace tally {\nstatic int n = 0;\n\
+             int Next() { return ++n; }\n}  // namespace tally\n",
+        ),
+        (
+            "tests/tally_test.cc",
+            "#include <gtest/gtest.h>\n\n#include \"tally.h\"\n\n\
+             TEST(Tally, First) { EXPECT_EQ(tally::Next(), 1); }\n\n\
+             TEST(Tally, Second) { EXPECT_EQ(tally::Next(), 2); }\n",
+        ),
+    ] {
+        let p = repo_dir.join(path);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+    let repo = &RepoConfig::resolve(None, None, Some(&repo_dir)).unwrap()[0];
+    let problems = extract(repo);
+    assert_eq!(problems.len(), 1);
+    let input = write_problems(dir.path(), &problems);
+    let r = repo_dir.display().to_string();
+    let (records, stderr) = calibrate(&input, &["--repo", &r, "--runs", "2"]);
+    let rec = &records["tally/src/tally.cc"];
+    let e = rec.exclusion.as_ref().expect("left out");
+    assert_eq!(e.reason, ExclusionReason::Flaky, "{stderr}");
+    assert!(
+        e.detail
+            .starts_with("tally.second passes with its file but is failed alone"),
+        "{}",
+        e.detail
+    );
+    // The two whole runs passed.
+    assert_eq!(rec.runs, vec![Outcome::Passed; 2]);
+    assert!(rec.unique_blocks.is_empty() && rec.tiers.is_empty());
 }

@@ -546,7 +546,11 @@ pub struct GtestResult {
     pub coverage: Vec<FileCoverage>,
     /// Executable (instrumented) lines of the same files, covered or not.
     pub executable: Vec<FileCoverage>,
+    /// Why the run failed, or else why its coverage is missing or incomplete.
     pub message: Option<String>,
+    /// Why coverage is missing or incomplete though the binary ended by itself: counters it
+    /// did not write, or gcovr that gave no report. `None` when the lines are whole.
+    pub coverage_problem: Option<String>,
     /// The compile-and-run step (for [`TestBinary::run`], the run alone).
     pub run: RunOutput,
 }
@@ -626,6 +630,7 @@ impl<'a> GtestRun<'a> {
                     coverage: Vec::new(),
                     executable: Vec::new(),
                     message: Some(message),
+                    coverage_problem: None,
                     run,
                 }));
             }
@@ -728,6 +733,7 @@ fn compile_error(run: &RunOutput) -> Option<GtestResult> {
         coverage: Vec::new(),
         executable: Vec::new(),
         message: Some(first_errors(&log)),
+        coverage_problem: None,
         run: run.clone(),
     })
 }
@@ -803,25 +809,41 @@ impl Measure<'_> {
             _ => (None, None),
         };
         let (outcome, message) = judge(run.exit, run.limit_hit, tests.as_deref());
-        let gcda: Vec<(PathBuf, Vec<u8>)> = self
-            .lib
-            .objects
-            .iter()
-            .filter_map(|o| {
-                let path = o.path("gcda");
-                match run.file(&path) {
-                    Some(Collected::Read {
-                        bytes,
-                        truncated: false,
-                    }) => Some((path, bytes.clone())),
-                    _ => None,
-                }
-            })
-            .collect();
+        // Every library object linked into the binary writes its counters when the binary
+        // exits; a run that ended by itself without them lost its coverage, and says so.
+        let mut gcda = Vec::new();
+        let mut lost = Vec::new();
+        for o in &self.lib.objects {
+            let path = o.path("gcda");
+            match run.file(&path) {
+                Some(Collected::Read {
+                    bytes,
+                    truncated: false,
+                }) => gcda.push((path, bytes.clone())),
+                Some(Collected::Read { .. }) => lost.push(format!("{} (over the cap)", o.stem)),
+                Some(Collected::Refused(why)) => lost.push(format!("{} (refused: {why})", o.stem)),
+                _ => lost.push(o.stem.clone()),
+            }
+        }
+        let ended_by_itself = run.limit_hit.is_none() && run.exit.code().is_some();
+        let mut coverage_problem = (ended_by_itself && !lost.is_empty()).then(|| {
+            format!(
+                "no counters (.gcda) from {} of {} library objects: {}",
+                lost.len(),
+                self.lib.objects.len(),
+                lost.join(", ")
+            )
+        });
         let lines = if gcda.is_empty() {
             Vec::new()
         } else {
-            self.coverage(sandbox, gcda)?
+            match self.coverage(sandbox, gcda)? {
+                Ok(lines) => lines,
+                Err(why) => {
+                    coverage_problem.get_or_insert(why);
+                    Vec::new()
+                }
+            }
         };
         let (coverage, executable) = lines
             .into_iter()
@@ -843,17 +865,19 @@ impl Measure<'_> {
             tests: tests.unwrap_or_default(),
             coverage,
             executable,
-            message: report_problem.or(message),
+            message: report_problem.or(message).or(coverage_problem.clone()),
+            coverage_problem,
             run,
         })
     }
 
-    /// Runs gcovr over the counters of one run, in a view of its own.
+    /// Runs gcovr over the counters of one run, in a view of its own. The inner `Err` says
+    /// why gcovr gave no lines.
     fn coverage(
         &self,
         sandbox: &Sandbox,
         gcda: Vec<(PathBuf, Vec<u8>)>,
-    ) -> Result<Vec<FileLines>, SandboxError> {
+    ) -> Result<Result<Vec<FileLines>, String>, SandboxError> {
         let repo = self.repo;
         let mut spec = RunSpec::new(
             repo,
@@ -888,9 +912,20 @@ impl Measure<'_> {
         };
         let out = sandbox.run(&spec)?;
         let Some(bytes) = out.file(COVERAGE_XML).and_then(Collected::bytes) else {
-            return Ok(Vec::new());
+            let ended = match (out.limit_hit, out.exit) {
+                (Some(l), _) => format!("hit its {l:?} limit"),
+                (None, ExitStatus::Code(c)) => format!("exited with {c}"),
+                (None, ExitStatus::Signal(s)) => format!("was killed by signal {s}"),
+            };
+            return Ok(Err(format!(
+                "gcovr wrote no coverage report: it {ended}: {}",
+                out.stderr.tail(1000).trim()
+            )));
         };
-        let mut cov = parse_cobertura_lines(bytes, repo).unwrap_or_default();
+        let mut cov = match parse_cobertura_lines(bytes, repo) {
+            Ok(cov) => cov,
+            Err(e) => return Ok(Err(format!("gcovr's coverage report is unreadable: {e}"))),
+        };
         let dirs: Vec<&Path> = self
             .project
             .source_dirs
@@ -901,7 +936,7 @@ impl Measure<'_> {
             dirs.iter()
                 .any(|d| *d == Path::new(".") || Path::new(&f.path).starts_with(d))
         });
-        Ok(cov)
+        Ok(Ok(cov))
     }
 }
 

@@ -392,6 +392,43 @@ fn a_test_binary_built_once_runs_with_fresh_counters() {
     );
 }
 
+/// A run that ends by itself but leaves no counters (here the test puts a directory where
+/// libgcov writes histogram's `.gcda`) has lost its coverage: the result says so rather
+/// than report fewer lines as if they had not run.
+#[test]
+fn a_run_that_loses_its_counters_says_so() {
+    let Some(()) = cpp_ready() else { return };
+    let Some(sb) = sandbox() else { return };
+    let project = cpp_fixture();
+    let (_dir, cache, limits) = cpp_cache();
+    let mut run = gtest_of(&project, "tests/histogram_unittest.cc", &limits);
+    let whole = run.run(&sb, &cache).unwrap();
+    assert_eq!(
+        (whole.outcome, &whole.coverage_problem),
+        (Outcome::Passed, &None)
+    );
+    run.test_file.contents.extend_from_slice(
+        b"\n#include <sys/stat.h>\n\nTEST(Hostile, HidesCounters) {\n  \
+          ASSERT_EQ(mkdir(\".clover-build/lib/src__histogram.cc.gcda\", 0700), 0);\n}\n",
+    );
+    let r = run.run(&sb, &cache).unwrap();
+    assert_eq!(r.outcome, Outcome::Passed, "{:?}", r.message);
+    let why = r.coverage_problem.as_deref().unwrap_or_default();
+    assert!(
+        why.starts_with("no counters (.gcda) from 1 of 3 library objects: src__histogram.cc"),
+        "{why}"
+    );
+    assert_eq!(r.message.as_deref(), Some(why));
+    // Histogram's lines, which the same tests covered before, are not counted.
+    let covered = |r: &clover_sandbox::gtest::GtestResult| {
+        r.coverage
+            .iter()
+            .find(|f| f.path == "src/histogram.cc")
+            .map_or(0, |f| f.lines.len())
+    };
+    assert!(covered(&whole) > 20 && covered(&r) == 0, "{:?}", r.coverage);
+}
+
 #[test]
 fn googletest_samples_same_bare_and_sandboxed() {
     let Some(()) = cpp_ready() else { return };

@@ -139,6 +139,39 @@ pub fn assert_unique_ids(records: &[String], what: &str) {
     }
 }
 
+/// The top-level fields where two records differ, each with both values (cut to 600 bytes).
+fn fields_that_differ(got: &str, want: &str) -> String {
+    let (g, w): (serde_json::Value, serde_json::Value) = (
+        serde_json::from_str(got).expect("a record"),
+        serde_json::from_str(want).expect("a record"),
+    );
+    let cut = |v: Option<&serde_json::Value>| {
+        let s = v.map_or("(none)".to_string(), |v| v.to_string());
+        match s.char_indices().nth(600) {
+            Some((i, _)) => format!("{}…", &s[..i]),
+            None => s,
+        }
+    };
+    let mut keys: Vec<&String> = g
+        .as_object()
+        .into_iter()
+        .chain(w.as_object())
+        .flat_map(|o| o.keys())
+        .collect();
+    keys.sort();
+    keys.dedup();
+    keys.into_iter()
+        .filter(|k| g.get(k.as_str()) != w.get(k.as_str()))
+        .map(|k| {
+            format!(
+                "\n  {k}: got {}\n  {k}: want {}",
+                cut(g.get(k.as_str())),
+                cut(w.get(k.as_str()))
+            )
+        })
+        .collect()
+}
+
 /// Asserts that `got` holds exactly the records of `want`, in the same order (timing fields
 /// aside), with no id twice.
 pub fn assert_same_records(got: &Path, want: &Path) {
@@ -156,11 +189,12 @@ pub fn assert_same_records(got: &Path, want: &Path) {
         );
         let first = g.iter().zip(&w).position(|(a, b)| a != b).unwrap_or(0);
         panic!(
-            "{} differs from {} at record {} ({})",
+            "{} differs from {} at record {} ({}): {}",
             got.display(),
             want.display(),
             first + 1,
-            gi[first]
+            gi[first],
+            fields_that_differ(&g[first], &w[first])
         );
     }
 }
