@@ -515,15 +515,17 @@ pub(crate) fn write_beneath(dir: RawFd, rel: &Path, contents: &[u8], uid: u32) -
         .file_name()
         .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no file name"))?;
     let pfd = mkdir_beneath(dir, parent, uid)?;
-    let fd = open_beneath(
-        pfd.as_raw_fd(),
-        Path::new(name),
-        libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC,
-        0o644,
-    )?;
-    fchown_fd(fd.as_raw_fd(), uid)?;
-    let mut f = File::from(fd);
-    io::Write::write_all(&mut f, contents)
+    crate::spawn::writing_files(|| {
+        let fd = open_beneath(
+            pfd.as_raw_fd(),
+            Path::new(name),
+            libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC,
+            0o644,
+        )?;
+        fchown_fd(fd.as_raw_fd(), uid)?;
+        let mut f = File::from(fd);
+        io::Write::write_all(&mut f, contents)
+    })
 }
 
 /// Reads a regular file below `dir`, at most `cap` bytes, never through a symlink.
@@ -575,7 +577,7 @@ pub(crate) fn copy_tree(src: &Path, dst: &Path, uid: u32) -> io::Result<()> {
             std::fs::create_dir(&to)?;
             copy_tree(&entry.path(), &to, uid)?;
         } else if ft.is_file() {
-            std::fs::copy(entry.path(), &to)?;
+            crate::spawn::writing_files(|| std::fs::copy(entry.path(), &to))?;
         } else {
             continue;
         }

@@ -826,12 +826,15 @@ impl Measure<'_> {
             }
         }
         let ended_by_itself = run.limit_hit.is_none() && run.exit.code().is_some();
+        // libgcov says on stderr why it could not write a file.
         let mut coverage_problem = (ended_by_itself && !lost.is_empty()).then(|| {
             format!(
-                "no counters (.gcda) from {} of {} library objects: {}",
+                "no counters (.gcda) from {} of {} library objects: {}; the binary's stderr \
+                 ends: {:?}",
                 lost.len(),
                 self.lib.objects.len(),
-                lost.join(", ")
+                lost.join(", "),
+                run.stderr.tail(600)
             )
         });
         let lines = if gcda.is_empty() {

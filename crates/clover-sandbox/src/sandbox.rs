@@ -470,6 +470,11 @@ fn prepare(shared: &Arc<Shared>, key: &LayoutKey) -> Result<Prepared, RunError> 
         if key.view == RepoView::Overlay && !shared.idmap_unavailable.load(Ordering::Relaxed) {
             match spawn::idmapped_mount(&key.repo, host_uid) {
                 Ok(fd) => Some(fd),
+                // The repository is gone (the preparer works ahead of runs that may never
+                // come): that says nothing about idmapped mounts.
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    return Err(SandboxError::io("opening the repository", &key.repo, e).into())
+                }
                 Err(_) => {
                     shared.idmap_unavailable.store(true, Ordering::Relaxed);
                     None
@@ -506,6 +511,14 @@ fn prepare(shared: &Arc<Shared>, key: &LayoutKey) -> Result<Prepared, RunError> 
     let netns_fd = netns.as_ref().and_then(NetnsLease::raw);
     let running = match spawn::start(&plan, host_uid, netns_fd, |pid| cgroup.attach(pid)) {
         Ok(r) => r,
+        // The repository went away while the root was built (a preparer's root for a run
+        // that does not come): not a verdict on the file system.
+        Err(StartError::Op(i, e))
+            if e.kind() == std::io::ErrorKind::NotFound
+                && (i == repo_op || Some(i) == lower_op) =>
+        {
+            return Err(SandboxError::io("mounting the repository", &key.repo, e).into())
+        }
         Err(StartError::Op(i, _))
             if idmapped.is_some() && (i == repo_op || Some(i) == lower_op) =>
         {

@@ -24,6 +24,7 @@ use std::ffi::CString;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::path::PathBuf;
+use std::sync::RwLock;
 use std::time::{Duration, Instant};
 
 use crate::capture::{Captured, HeadTail};
@@ -182,7 +183,7 @@ pub(crate) fn idmapped_mount(dir: &std::path::Path, host_uid: u32) -> io::Result
         unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) }
     };
     // SAFETY: the child only reads a byte and exits; it allocates nothing.
-    let pid = unsafe { raw_clone(libc::CLONE_NEWUSER as libc::c_ulong) };
+    let pid = unsafe { clone_of_caller(libc::CLONE_NEWUSER as libc::c_ulong) };
     if pid == 0 {
         // SAFETY: see above.
         unsafe {
@@ -436,8 +437,31 @@ fn read_byte(fd: RawFd) -> Option<u8> {
     }
 }
 
+/// Taken for reading while the host has a file of a run's view open for writing (the run
+/// may execute it), and for writing across each clone of this process. A child holds a copy
+/// of every descriptor its parent had open at the clone until it closes them (some of ours
+/// never do: they wait, or they are supervisors); while any copy of a descriptor open for
+/// writing lives, `exec` of that file fails with ETXTBSY, "Text file busy". O_CLOEXEC does
+/// not help a child that does not exec.
+static FORK_LOCK: RwLock<()> = RwLock::new(());
+
+/// Runs `write`, which opens, writes and closes files of a run's view, while no clone of
+/// this process can happen.
+pub(crate) fn writing_files<T>(write: impl FnOnce() -> T) -> T {
+    let _guard = FORK_LOCK.read().unwrap_or_else(|e| e.into_inner());
+    write()
+}
+
+/// [`raw_clone`] in the caller: no thread has a file of a view open for writing meanwhile.
+unsafe fn clone_of_caller(flags: libc::c_ulong) -> libc::pid_t {
+    let _guard = FORK_LOCK.write().unwrap_or_else(|e| e.into_inner());
+    // SAFETY: as the caller's own call to raw_clone.
+    unsafe { raw_clone(flags) }
+}
+
 /// `fork` without glibc's fork handlers: the child of a multi-threaded caller must not rely
-/// on them anyway, and the supervisor (itself such a child) could deadlock in them.
+/// on them anyway, and the supervisor (itself such a child) could deadlock in them. Called
+/// in the caller's process through [`clone_of_caller`].
 unsafe fn raw_clone(flags: libc::c_ulong) -> libc::pid_t {
     // SAFETY: a null stack makes clone behave like fork (the child continues on a copy of
     // this stack); the remaining arguments are unused without the matching flags.
@@ -926,7 +950,7 @@ pub(crate) fn start(
         }
     };
     // SAFETY: the child runs only `supervisor`, which never returns and does not allocate.
-    let pid = unsafe { raw_clone(flags as libc::c_ulong) };
+    let pid = unsafe { clone_of_caller(flags as libc::c_ulong) };
     if pid == 0 {
         // SAFETY: see above.
         unsafe { supervisor(plan, exec.ptr as *const ExecHeader, fds) };

@@ -187,6 +187,71 @@ fn concurrent_runs_do_not_see_each_others_files() {
     }
 }
 
+/// A file the run executes is written by the host while other threads clone supervisors; a
+/// clone that inherited the file's descriptor open for writing would make the `exec` fail
+/// with "Text file busy" (ETXTBSY). Many concurrent runs that each write and exec a large
+/// file must all run it.
+#[test]
+fn files_written_for_a_run_can_be_executed_while_others_start() {
+    let Some(_) = sandbox() else { return };
+    // A sandbox of its own: its 100 runs would take the shared one's network namespaces,
+    // whose reuse another test counts.
+    let sb = &Sandbox::new().unwrap();
+    let c = Case::new();
+    let mut tool = b"#!/bin/sh\necho ran\n".to_vec();
+    // A long file keeps its descriptor open longer while it is written.
+    tool.extend(std::iter::repeat_n(b"# padding padding padding\n", 200_000).flatten());
+    let failures: Vec<String> = std::thread::scope(|s| {
+        let hs: Vec<_> = (0..4)
+            .map(|_| {
+                let (c, tool) = (&c, &tool);
+                s.spawn(move || {
+                    let mut failed = Vec::new();
+                    for _ in 0..25 {
+                        let mut spec = c.spec("chmod u+x bin/tool && exec ./bin/tool");
+                        spec.files = vec![WriteFile {
+                            path: "bin/tool".into(),
+                            contents: tool.clone(),
+                        }];
+                        let out = sb.run(&spec).expect("the run is carried out");
+                        if out.exit != ExitStatus::Code(0) || out.stdout.text() != "ran\n" {
+                            failed.push(format!("{:?}: {}", out.exit, out.stderr.tail(300)));
+                        }
+                    }
+                    failed
+                })
+            })
+            .collect();
+        hs.into_iter().flat_map(|h| h.join().unwrap()).collect()
+    });
+    assert!(
+        failures.is_empty(),
+        "{} of 100 runs: {failures:?}",
+        failures.len()
+    );
+    assert_eq!(tree_hash(c.repo.path()), c.hash, "the repository changed");
+}
+
+/// The preparer builds roots ahead for repositories that may be deleted meanwhile (here,
+/// right after their second run). That failure is the repository's, not the host's: later
+/// runs still get the idmapped layer, so checked-in files stay the sandbox user's. (A race:
+/// without the fix, about one run of this test in three caught it.)
+#[test]
+fn a_repository_deleted_under_the_preparer_costs_later_runs_nothing() {
+    let Some(_) = sandbox() else { return };
+    let sb = &Sandbox::new().unwrap();
+    let owner = |c: &Case| {
+        let out = c.run(sb, &c.spec("stat -c %u pkg/mod.py"));
+        out.stdout.text()
+    };
+    for _ in 0..20 {
+        let c = Case::new();
+        assert_eq!(owner(&c), "65534\n");
+        assert_eq!(owner(&c), "65534\n");
+    }
+    assert_eq!(owner(&Case::new()), "65534\n");
+}
+
 #[test]
 fn fork_bomb_is_stopped_by_the_process_limit() {
     let Some(sb) = sandbox() else { return };
