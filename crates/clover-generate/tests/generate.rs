@@ -2,13 +2,13 @@
 //! (429 then success, 500, timeout, malformed JSON), and with the oracle, resume and shards.
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::io::Write;
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
+
+use clover_testkit::fake_chat::{ChatReply, ChatRequest, FakeChat};
 
 use clover_protocol::{
     ExecSpec, Instance, RecordKind, RecordReader, Response, Task, DEFAULT_MAX_LINE_BYTES,
@@ -73,39 +73,23 @@ fn generate(args: &[&str], stdin: &str) -> (Vec<Response>, String, i32) {
     )
 }
 
-/// A chat-completions server on 127.0.0.1 that behaves as the prompt's `case:` word says. It
-/// stops by itself when dropped, or after 60 s at the latest.
+/// A chat-completions server on 127.0.0.1 that behaves as the prompt's `case:` word says, and
+/// counts the requests of each case.
 struct FakeServer {
-    port: u16,
+    chat: FakeChat,
     hits: Arc<Mutex<HashMap<String, u32>>>,
-    stop: Arc<AtomicBool>,
 }
 
 impl FakeServer {
     fn start() -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        listener.set_nonblocking(true).unwrap();
-        let port = listener.local_addr().unwrap().port();
         let hits = Arc::new(Mutex::new(HashMap::new()));
-        let stop = Arc::new(AtomicBool::new(false));
-        let (h, s) = (Arc::clone(&hits), Arc::clone(&stop));
-        thread::spawn(move || {
-            let deadline = Instant::now() + Duration::from_secs(60);
-            while !s.load(Ordering::Relaxed) && Instant::now() < deadline {
-                match listener.accept() {
-                    Ok((stream, _)) => {
-                        let h = Arc::clone(&h);
-                        thread::spawn(move || serve(stream, &h));
-                    }
-                    Err(_) => thread::sleep(Duration::from_millis(5)),
-                }
-            }
-        });
-        FakeServer { port, hits, stop }
+        let h = Arc::clone(&hits);
+        let chat = FakeChat::start(move |request| answer(request, &h));
+        FakeServer { chat, hits }
     }
 
     fn url(&self) -> String {
-        format!("http://127.0.0.1:{}/v1", self.port)
+        self.chat.url()
     }
 
     fn hits(&self, case: &str) -> u32 {
@@ -113,43 +97,8 @@ impl FakeServer {
     }
 }
 
-impl Drop for FakeServer {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-    }
-}
-
-fn serve(stream: TcpStream, hits: &Mutex<HashMap<String, u32>>) {
-    stream.set_nonblocking(false).unwrap();
-    stream
-        .set_read_timeout(Some(Duration::from_secs(10)))
-        .unwrap();
-    let mut reader = BufReader::new(stream.try_clone().unwrap());
-    let mut length = 0usize;
-    let mut auth = String::new();
-    loop {
-        let mut line = String::new();
-        if reader.read_line(&mut line).unwrap_or(0) == 0 {
-            return;
-        }
-        let lower = line.to_ascii_lowercase();
-        if let Some(v) = lower.strip_prefix("content-length:") {
-            length = v.trim().parse().unwrap();
-        }
-        if lower.starts_with("authorization:") {
-            auth = format!("key={}", line.trim().rsplit(' ').next().unwrap_or(""));
-        }
-        if line == "\r\n" {
-            break;
-        }
-    }
-    let mut body = vec![0u8; length];
-    reader.read_exact(&mut body).unwrap();
-    let request: serde_json::Value = serde_json::from_slice(&body).unwrap();
-    let prompt = request["messages"][0]["content"]
-        .as_str()
-        .unwrap()
-        .to_string();
+fn answer(request: &ChatRequest, hits: &Mutex<HashMap<String, u32>>) -> ChatReply {
+    let prompt = request.message(0);
     let case = prompt
         .split_whitespace()
         .find_map(|w| w.strip_prefix("case:"))
@@ -161,44 +110,36 @@ fn serve(stream: TcpStream, hits: &Mutex<HashMap<String, u32>>) {
         *n += 1;
         *n
     };
-    let ok = |content: &str| {
-        let body = serde_json::json!({
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": content}}]
-        })
-        .to_string();
-        (200, body, "")
-    };
-    let (status, body, extra) = match case.as_str() {
-        "429" if n == 1 => (
-            429,
-            "{\"error\":\"slow down\"}".to_string(),
-            "Retry-After: 1\r\n",
-        ),
-        "429" => ok("after the wait"),
-        "500" => (500, "{\"error\":\"boom\"}".to_string(), ""),
+    match case.as_str() {
+        "429" if n == 1 => ChatReply {
+            headers: "Retry-After: 1\r\n".into(),
+            ..ChatReply::raw(429, "{\"error\":\"slow down\"}")
+        },
+        "429" => ChatReply::content("after the wait"),
+        "500" => ChatReply::raw(500, "{\"error\":\"boom\"}"),
         "timeout" => {
             thread::sleep(Duration::from_secs(3));
-            ok("too late")
+            ChatReply::content("too late")
         }
-        "malformed" => (200, "{\"choices\": [".to_string(), ""),
-        "echo" => ok(&format!(
-            "{} t={} p={} max={} {auth}",
-            request["model"], request["temperature"], request["top_p"], request["max_tokens"]
-        )),
+        "malformed" => ChatReply::raw(200, "{\"choices\": ["),
+        "echo" => {
+            let b = &request.body;
+            ChatReply::content(&format!(
+                "{} t={} p={} max={} key={}",
+                b["model"],
+                b["temperature"],
+                b["top_p"],
+                b["max_tokens"],
+                request.api_key.as_deref().unwrap_or("")
+            ))
+        }
         _ => {
             // Later instances answer sooner, so completion order differs from input order.
             let delay = prompt.len() as u64 % 7;
             thread::sleep(Duration::from_millis(delay * 20));
-            ok(&format!("answer to {prompt}"))
+            ChatReply::content(&format!("answer to {prompt}"))
         }
-    };
-    let reason = if status == 200 { "OK" } else { "Error" };
-    let response = format!(
-        "HTTP/1.1 {status} {reason}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n{extra}Connection: close\r\n\r\n{body}",
-        body.len()
-    );
-    let mut stream = stream;
-    let _ = stream.write_all(response.as_bytes());
+    }
 }
 
 #[test]

@@ -2,19 +2,15 @@
 //! outputs, the HTML report in headless Chromium, and the LLM judge against a fake
 //! OpenAI-compatible server on loopback.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpListener;
+use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::thread;
-use std::time::{Duration, Instant};
 
 use clover_protocol::{
     FileCoverage, LineRanges, Outcome, RecordKind, RecordReader, RunResult, ScoreRow, Task,
     DEFAULT_MAX_LINE_BYTES, SCHEMA_VERSION,
 };
+use clover_testkit::fake_chat::{ChatReply, FakeChat};
 use serde_json::{json, Value};
 
 #[allow(clippy::too_many_arguments)]
@@ -409,77 +405,22 @@ fn html_report_renders_in_headless_chromium() {
 }
 
 /// A judge on 127.0.0.1 that prefers the candidate holding `GOOD();`, and otherwise always
-/// answers `A` (a position-biased judge). Stops when dropped, or after 60 s.
-struct FakeJudge {
-    port: u16,
-    stop: Arc<AtomicBool>,
+/// answers `A` (a position-biased judge).
+fn fake_judge() -> FakeChat {
+    FakeChat::start(|request| ChatReply::content(judge_verdict(request.message(1))))
 }
 
-impl FakeJudge {
-    fn start() -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        listener.set_nonblocking(true).unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let stop = Arc::new(AtomicBool::new(false));
-        let s = Arc::clone(&stop);
-        thread::spawn(move || {
-            let deadline = Instant::now() + Duration::from_secs(60);
-            while !s.load(Ordering::Relaxed) && Instant::now() < deadline {
-                match listener.accept() {
-                    Ok((stream, _)) => {
-                        thread::spawn(move || {
-                            stream.set_nonblocking(false).unwrap();
-                            let mut reader = BufReader::new(stream.try_clone().unwrap());
-                            let mut length = 0;
-                            loop {
-                                let mut line = String::new();
-                                if reader.read_line(&mut line).unwrap_or(0) == 0 {
-                                    return;
-                                }
-                                if let Some(v) =
-                                    line.to_ascii_lowercase().strip_prefix("content-length:")
-                                {
-                                    length = v.trim().parse().unwrap();
-                                }
-                                if line == "\r\n" {
-                                    break;
-                                }
-                            }
-                            let mut body = vec![0; length];
-                            reader.read_exact(&mut body).unwrap();
-                            let req: Value = serde_json::from_slice(&body).unwrap();
-                            let prompt = req["messages"][1]["content"].as_str().unwrap();
-                            let a = prompt
-                                .split("### Candidate A")
-                                .nth(1)
-                                .unwrap()
-                                .split("### Candidate B")
-                                .next()
-                                .unwrap();
-                            let b = prompt.split("### Candidate B").nth(1).unwrap();
-                            let verdict = if a.contains("GOOD();") && !b.contains("GOOD();") {
-                                "A"
-                            } else if b.contains("GOOD();") && !a.contains("GOOD();") {
-                                "**B**"
-                            } else {
-                                "A"
-                            };
-                            let body = json!({"choices": [{"message": {"role": "assistant", "content": verdict}}]}).to_string();
-                            let mut stream = stream;
-                            let _ = write!(stream, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len());
-                        });
-                    }
-                    Err(_) => thread::sleep(Duration::from_millis(5)),
-                }
-            }
-        });
-        FakeJudge { port, stop }
-    }
-}
-
-impl Drop for FakeJudge {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
+/// The fake judge's verdict on one pairwise prompt.
+fn judge_verdict(prompt: &str) -> &'static str {
+    let a = prompt
+        .split("### Candidate A")
+        .nth(1)
+        .and_then(|rest| rest.split("### Candidate B").next())
+        .unwrap_or("");
+    let b = prompt.split("### Candidate B").nth(1).unwrap_or("");
+    match (a.contains("GOOD();"), b.contains("GOOD();")) {
+        (false, true) => "**B**",
+        _ => "A",
     }
 }
 
@@ -506,7 +447,7 @@ fn passed_cpp_answers(id: &str, answers: &[(&str, &str)]) -> Vec<RunResult> {
 
 #[test]
 fn llm_judge_pairs_in_both_orders() {
-    let judge = FakeJudge::start();
+    let judge = fake_judge();
     let dir = tempfile::tempdir().unwrap();
     // Three models on C++: `good` writes GOOD();, `bad` and `worse` do not. The oracle's
     // answers are the ground truth and are not judged themselves.
@@ -531,7 +472,7 @@ fn llm_judge_pairs_in_both_orders() {
             .collect::<String>(),
     )
     .unwrap();
-    let url = format!("http://127.0.0.1:{}/v1", judge.port);
+    let url = judge.url();
     let (out, stderr, code) = score(&[
         "--format",
         "json",
@@ -595,7 +536,7 @@ fn llm_judge_pairs_in_both_orders() {
 #[test]
 fn bad_lines_in_the_instances_file_are_reported_and_the_rest_judged() {
     use clover_protocol::{ExecSpec, Instance};
-    let judge = FakeJudge::start();
+    let judge = fake_judge();
     let dir = tempfile::tempdir().unwrap();
     let (mut rs, mut instances) = (Vec::new(), Vec::new());
     for k in 0..4 {
@@ -638,7 +579,7 @@ fn bad_lines_in_the_instances_file_are_reported_and_the_rest_judged() {
     std::fs::write(&input, lines(&results)).unwrap();
     let instances_path = dir.path().join("instances.jsonl");
     std::fs::write(&instances_path, lines(&instances)).unwrap();
-    let url = format!("http://127.0.0.1:{}/v1", judge.port);
+    let url = judge.url();
     let args = |extra: &[&str]| -> Vec<String> {
         let mut a: Vec<String> = [
             "--format",

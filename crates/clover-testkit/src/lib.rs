@@ -5,9 +5,12 @@
 //! skipped with a printed reason — unless `CLOVER_REQUIRE_TOOLS=1` (set by `cargo xtask test`
 //! and so by CI), where a missing tool fails the test, so no check can quietly stop running.
 //!
-//! It deliberately holds no test logic: only where things are.
+//! It deliberately holds no test logic: only where things are, and a fake chat-completions
+//! server ([`fake_chat`]) that the tests of several crates talk to.
 
 use std::path::{Path, PathBuf};
+
+pub mod fake_chat;
 
 /// The workspace root.
 pub fn workspace_root() -> PathBuf {

@@ -186,6 +186,65 @@ fn oracle_and_baseline(instances: &Path, dir: &Path) {
             "the baseline's {k} is too near the oracle's: {baseline} vs {oracle}"
         );
     }
+    judged_with_the_instances_references(instances, &results);
+}
+
+/// The LLM judge with the ground truth from `--instances`: sandbox-run gives a chunked source
+/// one result under the file's instance id, which no instance has; score must still find that
+/// file's reference (every chunk holds the whole test file) and judge all three sources. The
+/// fake judge on loopback answers `A` (position-biased: a tie over both orders) only when the
+/// ground truth it is shown is an instance's reference, and something unreadable otherwise.
+fn judged_with_the_instances_references(instances: &Path, results: &[PathBuf]) {
+    let references: std::collections::BTreeSet<String> = read::<Instance>(instances)
+        .into_iter()
+        .map(|i| i.reference)
+        .collect();
+    assert!(references.iter().all(|r| r.contains("TEST")));
+    let judge = clover_testkit::fake_chat::FakeChat::start(move |request| {
+        let truth = request
+            .message(1)
+            .split("### Ground truth\n```\n")
+            .nth(1)
+            .and_then(|rest| rest.split("\n```\n\n### Candidate A").next())
+            .unwrap_or("");
+        let verdict = if references.contains(truth) {
+            "A"
+        } else {
+            "not shown the reference"
+        };
+        clover_testkit::fake_chat::ChatReply::content(verdict)
+    });
+    let ran = run_ok(
+        tool("score")
+            .args(results)
+            .args(["--format", "json", "--judge", "openai", "--judge-base-url"])
+            .arg(judge.url())
+            .args(["--judge-model-name", "judge", "--judge-exclude", "nobody"])
+            .arg("--instances")
+            .arg(instances),
+        0,
+    );
+    let stderr = &ran.stderr;
+    assert!(!stderr.contains("no ground truth"), "{stderr}");
+    let report: serde_json::Value = serde_json::from_slice(&ran.stdout).expect("score's JSON");
+    let row = report["judge"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["model"] == "copy-operand" && r["opponent"] == "oracle")
+        .cloned()
+        .unwrap_or_else(|| panic!("no copy-operand vs oracle row: {report}"));
+    let count = |k: &str| row[k].as_u64().unwrap_or_else(|| panic!("no {k} in {row}"));
+    assert_eq!(
+        (
+            count("win"),
+            count("tie"),
+            count("loss"),
+            count("undecided")
+        ),
+        (0, 3, 0, 0),
+        "{row}"
+    );
 }
 
 /// The chunks of a source stay together through `--shard` and `--resume`, and a source whose
