@@ -5,12 +5,14 @@
 //! `runs` times as a whole: it must compile, and pass every time with the same covered lines.
 //! Then the same binary runs every `TEST` alone (`--gtest_filter`) for its own lines; every run
 //! is in a fresh view of the repository, so `.gcda` counters start from zero each time. A file
-//! holding one empty `TEST` gives the `empty` lines (static initializers and the like). The
+//! holding one empty `TEST` gives the `empty` lines (static initializers and the like), once
+//! per repository ([`EmptyRuns`]). The
 //! TESTs of the file are each other's peers: a unique block is a run of executable lines (as
 //! gcovr lists them) one TEST covers and no other.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex, OnceLock};
 
 use clover_manifest::RepoConfig;
 use clover_protocol::{
@@ -57,14 +59,35 @@ fn err(problem: &Problem, message: String) -> GroupError {
 pub struct CppCalibration {
     pub record: CalibratedProblem,
     /// How many times a test file was compiled and linked: the ground truth once, whatever
-    /// the number of runs and TESTs, and the empty test once.
+    /// the number of runs and TESTs, and the empty test if this problem was the first of its
+    /// repository to need it.
     pub test_builds: u32,
+}
+
+/// What a file of one empty `TEST` covers in each repository. It is the same for every
+/// problem of the repository (only the library's counters are read, and the library is
+/// built once), so it is built and run once per repository and process; problems calibrated
+/// at the same time wait for that one run.
+#[derive(Debug, Default)]
+pub struct EmptyRuns {
+    by_repo: Mutex<HashMap<String, EmptySlot>>,
+}
+
+/// One repository's empty run, once made: its lines, or why there are none.
+type EmptySlot = Arc<OnceLock<Result<EmptyRun, String>>>;
+
+/// The empty test's covered lines, and the executable lines its run listed.
+#[derive(Debug)]
+struct EmptyRun {
+    covered: CoverageMap,
+    executable: CoverageMap,
 }
 
 /// Calibrates one C++ problem.
 pub fn calibrate_cpp(
     sandbox: &Sandbox,
     cache: &LibraryCache,
+    empties: &EmptyRuns,
     repo: &RepoConfig,
     problem: &Problem,
     runs: u32,
@@ -138,7 +161,7 @@ pub fn calibrate_cpp(
             true => "the whole file".to_string(),
             false => format!("--gtest_filter={}", filter.join(":")),
         };
-        measured(problem, &r, &what)?;
+        measured(&r, &what).map_err(|m| err(problem, m))?;
         analysis::merge_lines(&mut executable, &to_map(&r.executable));
         Ok::<_, GroupError>(r)
     };
@@ -221,34 +244,69 @@ pub fn calibrate_cpp(
         }
         per_test.push(to_map(&r.coverage));
     }
-    let empty = match build(EMPTY_TEST.as_bytes().to_vec())? {
-        Ok(empty_binary) => {
-            let r = empty_binary
-                .run(sandbox, &[], limits)
-                .map_err(|e| err(problem, e.to_string()))?;
-            if r.outcome != Outcome::Passed {
-                return Err(err(
-                    problem,
-                    format!(
-                        "a file of one empty TEST does not pass: {:?}: {}",
-                        r.outcome,
-                        r.message.unwrap_or_default()
-                    ),
-                ));
-            }
-            measured(problem, &r, "a file of one empty TEST")?;
-            analysis::merge_lines(&mut executable, &to_map(&r.executable));
-            to_map(&r.coverage)
-        }
-        Err(failed) => {
-            return Err(err(
-                problem,
-                format!(
+    let slot = {
+        let mut map = empties
+            .by_repo
+            .lock()
+            .expect("no panic while holding the lock");
+        Arc::clone(map.entry(repo.name.clone()).or_default())
+    };
+    let mut host_error = None;
+    let run_empty = slot.get_or_init(|| {
+        let r = match build(EMPTY_TEST.as_bytes().to_vec()) {
+            Ok(Ok(empty_binary)) => empty_binary.run(sandbox, &[], limits),
+            Ok(Err(failed)) => {
+                return Err(format!(
                     "a file of one empty TEST does not build: {}",
                     failed.message.unwrap_or_default()
-                ),
+                ))
+            }
+            Err(e) => {
+                host_error = Some(e);
+                return Err(String::new());
+            }
+        };
+        let r = match r {
+            Ok(r) => r,
+            Err(e) => {
+                host_error = Some(err(problem, e.to_string()));
+                return Err(String::new());
+            }
+        };
+        if r.outcome != Outcome::Passed {
+            return Err(format!(
+                "a file of one empty TEST does not pass: {:?}: {}",
+                r.outcome,
+                r.message.unwrap_or_default()
+            ));
+        }
+        measured(&r, "a file of one empty TEST")?;
+        Ok(EmptyRun {
+            covered: to_map(&r.coverage),
+            executable: to_map(&r.executable),
+        })
+    });
+    if let Some(e) = host_error {
+        // Not a verdict on the repository: a later problem tries again.
+        empties
+            .by_repo
+            .lock()
+            .expect("no panic while holding the lock")
+            .remove(&repo.name);
+        return Err(e);
+    }
+    let empty = match run_empty {
+        Ok(run) => {
+            analysis::merge_lines(&mut executable, &run.executable);
+            run.covered.clone()
+        }
+        Err(why) if why.is_empty() => {
+            return Err(err(
+                problem,
+                "the run of a file of one empty TEST could not be carried out".into(),
             ))
         }
+        Err(why) => return Err(err(problem, why.clone())),
     };
     let cov = Coverage {
         base: bases.swap_remove(0),
@@ -302,16 +360,11 @@ pub fn calibrate_cpp(
 
 /// `Err` when a run that ended by itself has no whole coverage: lines lost to the sandbox or
 /// to gcovr would silently move unique blocks and tiers, so they stop the problem instead.
-fn measured(
-    problem: &Problem,
-    r: &clover_sandbox::gtest::GtestResult,
-    what: &str,
-) -> Result<(), GroupError> {
+fn measured(r: &clover_sandbox::gtest::GtestResult, what: &str) -> Result<(), String> {
     match &r.coverage_problem {
         None => Ok(()),
-        Some(why) => Err(err(
-            problem,
-            format!("the coverage of the run of {what} cannot be measured: {why}"),
+        Some(why) => Err(format!(
+            "the coverage of the run of {what} cannot be measured: {why}"
         )),
     }
 }

@@ -36,5 +36,5 @@ pub mod coverage_json;
 mod cpp;
 mod python;
 
-pub use cpp::{calibrate_cpp, gtest_filter, CppCalibration};
+pub use cpp::{calibrate_cpp, gtest_filter, CppCalibration, EmptyRuns};
 pub use python::{calibrate_group, node_of_case, CalibrateOptions, GroupError};

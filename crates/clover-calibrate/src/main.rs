@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use clap::Parser;
-use clover_calibrate::{calibrate_cpp, calibrate_group, CalibrateOptions};
+use clover_calibrate::{calibrate_cpp, calibrate_group, CalibrateOptions, EmptyRuns};
 use clover_manifest::{RepoArgs, RepoConfig};
 use clover_protocol::{
     finish_main, CalibratedProblem, Language, Problem, RecordReader, Shard, StageArgs, StageIo,
@@ -71,9 +71,11 @@ fn run(args: Args) -> Result<u8> {
     let pool = rayon::ThreadPoolBuilder::new().num_threads(jobs).build()?;
     let cache = LibraryCache::new(LibraryCache::default_dir())
         .context("cannot open the C++ library cache")?;
+    let empties = EmptyRuns::default();
     let ctx = Ctx {
         sandbox: &sandbox,
         cache: &cache,
+        empties: &empties,
         repos: &repos,
         args: &args,
         default_python: &default_python,
@@ -237,6 +239,8 @@ struct Ctx<'a> {
     sandbox: &'a Sandbox,
     /// C++ libraries under test, built once per repository and flags.
     cache: &'a LibraryCache,
+    /// What a C++ file of one empty TEST covers, run once per repository.
+    empties: &'a EmptyRuns,
     repos: &'a BTreeMap<String, RepoConfig>,
     args: &'a Args,
     default_python: &'a std::path::Path,
@@ -253,6 +257,7 @@ fn flush(
     let Ctx {
         sandbox,
         cache,
+        empties,
         repos,
         args,
         default_python,
@@ -277,7 +282,7 @@ fn flush(
                     let mut records = Vec::new();
                     let mut builds = 0;
                     for p in &g.problems {
-                        let c = calibrate_cpp(sandbox, cache, repo, p, args.runs, &limits)
+                        let c = calibrate_cpp(sandbox, cache, empties, repo, p, args.runs, &limits)
                             .map_err(|e| e.to_string())?;
                         records.push(c.record);
                         builds += u64::from(c.test_builds);

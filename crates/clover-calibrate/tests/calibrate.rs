@@ -444,3 +444,25 @@ fn a_cpp_test_that_fails_alone_is_left_out() {
     assert_eq!(rec.runs, vec![Outcome::Passed; 2]);
     assert!(rec.unique_blocks.is_empty() && rec.tiers.is_empty());
 }
+
+/// The file of one empty TEST reads only the library's counters, so it is built and run once
+/// per repository: three problems of the fixture compile four test files, not six, and share
+/// one `empty`.
+#[test]
+fn the_empty_test_is_built_once_per_repository() {
+    let (Some(()), Some(())) = (clover_testkit::root(), clover_testkit::cpp_toolchain()) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let fixture = clover_testkit::fixture("cpp");
+    let repo = &RepoConfig::resolve(None, None, Some(&fixture)).unwrap()[0];
+    let problems = extract(repo);
+    assert_eq!(problems.len(), 3);
+    let input = write_problems(dir.path(), &problems);
+    let f = fixture.display().to_string();
+    let (records, stderr, summary) = calibrate_with_summary(&input, &["--repo", &f, "--runs", "1"]);
+    assert!(stderr.contains("cppfix: kept 3"), "{stderr}");
+    assert_eq!(summary["cppfix"]["test_builds"], 4, "{summary}");
+    let empties: Vec<_> = records.values().map(|r| &r.empty).collect();
+    assert!(empties.windows(2).all(|w| w[0] == w[1]), "{empties:?}");
+}
