@@ -86,8 +86,10 @@ impl<'t> Packer<'t> {
         names
     }
 
-    /// Packs the kept problems of one repository. `want` says whether an instance id is to be
-    /// built at all (resume, shards); `emit` takes each instance as soon as it is built.
+    /// Packs the kept problems of one repository. `want(id, shard_key)` says whether an
+    /// instance is to be built at all (resume by its id; shards by its key, which for the
+    /// chunks of a C++ source is the whole file's id, so a shard holds every chunk of a file);
+    /// `emit` takes each instance as soon as it is built.
     ///
     /// The problems are first sorted by id, in place: what is built depends on the set of a
     /// repository's records, not on their order, so shards of calibrate joined in any order
@@ -96,7 +98,7 @@ impl<'t> Packer<'t> {
         &mut self,
         repo: &str,
         problems: &mut [CalibratedProblem],
-        want: &mut dyn FnMut(&str) -> bool,
+        want: &mut dyn FnMut(&str, &str) -> bool,
         emit: &mut dyn FnMut(Instance) -> anyhow::Result<()>,
     ) -> Result<(), PackError> {
         let Some(first) = problems.first() else {
@@ -147,7 +149,7 @@ impl<'t> Packer<'t> {
             let mut counts = None;
             for &setting in &self.options.settings_for(draft.task) {
                 let id = draft.instance_id(setting);
-                if !want(&id) {
+                if !want(&id, clover_protocol::file_instance_id(&id, &draft.scoring)) {
                     continue;
                 }
                 let counts = match &counts {

@@ -144,7 +144,8 @@ pub enum OutputFormat {
 ///
 /// `--shard` applies to the instances written, not to the problems read: every shard sees the
 /// whole repository, so the per-repository sampling is the same in each, and the shards'
-/// outputs together are exactly the unsharded output.
+/// outputs together are exactly the unsharded output. It hashes [`clover_protocol::Record::shard_key`] as
+/// every stage does: the chunks of a C++ source stay in one shard.
 pub fn run(
     args: &StageArgs,
     options: Options,
@@ -168,7 +169,8 @@ pub fn run(
             return Ok(());
         };
         let done = io.done_ids().clone();
-        let mut want = |id: &str| !done.contains(id) && shard.is_none_or(|s| s.contains(id));
+        let mut want =
+            |id: &str, key: &str| !done.contains(id) && shard.is_none_or(|s| s.contains(key));
         let mut emit = |instance: Instance| -> anyhow::Result<()> {
             match format {
                 OutputFormat::Instances => io.writer.write(&instance)?,
@@ -248,7 +250,7 @@ pub fn measure(
             .filter(|r| r.exclusion.is_none())
             .cloned()
             .collect();
-        packer.pack_repo(&repo, &mut kept, &mut |_| true, &mut |_| Ok(()))?;
+        packer.pack_repo(&repo, &mut kept, &mut |_, _| true, &mut |_| Ok(()))?;
         i = j;
     }
     Ok((packer.summary, start.elapsed().as_secs_f64()))

@@ -708,7 +708,7 @@ fn cloze_samples_proportional_to_reference_length() {
         let mut packer = Packer::new(&tok, opts, repos.clone());
         let mut out = Vec::new();
         packer
-            .pack_repo("pyfix", &mut records.clone(), &mut |_| true, &mut |i| {
+            .pack_repo("pyfix", &mut records.clone(), &mut |_, _| true, &mut |i| {
                 out.push(str_of(&i.scoring["reference"]).chars().count() as f64);
                 Ok(())
             })
@@ -732,6 +732,35 @@ fn cloze_samples_proportional_to_reference_length() {
         (mean - weighted).abs() < 2.0,
         "mean {mean}, weighted {weighted}, plain {plain}"
     );
+}
+
+/// `--shard` keeps the chunks of a C++ source together (it hashes the file's id, as generate
+/// and sandbox-run do), so a per-shard `pack-context | generate | sandbox-run` sees whole
+/// files; the shards still add up to the whole.
+#[test]
+fn cpp_shards_keep_a_sources_chunks_together() {
+    let Some(model) = model() else { return };
+    let whole: Vec<Instance> = read_records(&pack(&model, CPP.0, CPP.1, &[]));
+    assert!(whole.iter().any(|i| i.chunk().is_some_and(|c| c.count > 1)));
+    let ids = |v: &[Instance]| v.iter().map(|i| i.id.clone()).collect::<BTreeSet<_>>();
+    for n in 2..=5 {
+        let mut joined = BTreeSet::new();
+        let mut holder: BTreeMap<String, u32> = BTreeMap::new();
+        for k in 0..n {
+            let part: Vec<Instance> = read_records(&pack(
+                &model,
+                CPP.0,
+                CPP.1,
+                &["--shard", &format!("{k}/{n}")],
+            ));
+            for i in &part {
+                let at = *holder.entry(i.file_instance_id().to_string()).or_insert(k);
+                assert_eq!(at, k, "{n} shards: {} is in shards {at} and {k}", i.id);
+            }
+            joined.extend(ids(&part));
+        }
+        assert_eq!(joined, ids(&whole), "{n} shards");
+    }
 }
 
 /// Two runs are byte-identical; another seed changes the selection; shards add up.

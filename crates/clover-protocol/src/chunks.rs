@@ -49,8 +49,9 @@ impl ChunkOf {
 }
 
 /// The id of the file a chunk instance joins into: `instance_id` without its
-/// `#<chunk index>`; any other id as it is.
-fn file_instance_id<'a>(instance_id: &'a str, scoring: &BTreeMap<String, Value>) -> &'a str {
+/// `#<chunk index>`; any other id as it is. For a stage that has an instance's id and
+/// `scoring` before the instance itself (pack-context deciding what to build).
+pub fn file_instance_id<'a>(instance_id: &'a str, scoring: &BTreeMap<String, Value>) -> &'a str {
     ChunkOf::from_scoring(scoring)
         .and_then(|c| {
             instance_id

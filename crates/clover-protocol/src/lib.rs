@@ -29,7 +29,7 @@ mod records;
 mod shard;
 mod stage;
 
-pub use chunks::{ChunkOf, JOIN_APPEND};
+pub use chunks::{file_instance_id, ChunkOf, JOIN_APPEND};
 pub use jsonl::{
     is_special_file, partial_path, write_whole, Location, RecordError, RecordReader, RecordWriter,
     DEFAULT_MAX_LINE_BYTES,
