@@ -435,16 +435,21 @@ impl Sandbox {
 
 impl Sandbox {
     /// A prepared supervisor for `key`, if one is there and fresh.
+    ///
+    /// Every stale supervisor goes on the way, whatever its layout: one prepared for a
+    /// repository no run comes back to would otherwise hold its process, cgroups and network
+    /// namespace until the sandbox is dropped.
     fn take_prepared(&self, key: &LayoutKey) -> Option<Prepared> {
         let mut pool = self.shared.pool.lock().unwrap_or_else(|e| e.into_inner());
-        let slot = pool.get_mut(key)?;
-        while let Some(p) = slot.pop() {
-            if p.made.elapsed() <= POOL_MAX_AGE {
-                return Some(p);
-            }
-            self.discard(p);
+        for slot in pool.values_mut() {
+            let (fresh, stale) = std::mem::take(slot)
+                .into_iter()
+                .partition(|p| p.made.elapsed() <= POOL_MAX_AGE);
+            *slot = fresh;
+            stale.into_iter().for_each(|p| self.discard(p));
         }
-        None
+        pool.retain(|_, slot| !slot.is_empty());
+        pool.get_mut(key)?.pop()
     }
 
     fn discard(&self, p: Prepared) {
