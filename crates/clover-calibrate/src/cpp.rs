@@ -6,9 +6,8 @@
 //! Then the same binary runs every `TEST` alone (`--gtest_filter`) for its own lines; every run
 //! is in a fresh view of the repository, so `.gcda` counters start from zero each time. A file
 //! holding one empty `TEST` gives the `empty` lines (static initializers and the like), once
-//! per repository ([`EmptyRuns`]). The
-//! TESTs of the file are each other's peers: a unique block is a run of executable lines (as
-//! gcovr lists them) one TEST covers and no other.
+//! per repository ([`EmptyRuns`]). The TESTs of the file are each other's peers: a unique
+//! block is a run of executable lines (as gcovr lists them) one TEST covers and no other.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
@@ -130,6 +129,20 @@ pub fn calibrate_cpp(
             targets: Vec::new(),
             runs: outcomes,
         };
+    // A problem left out: its record keeps the lines of its first run (`base`) only.
+    let left_out = |exclusion, outcomes, base, test_builds| CppCalibration {
+        record: record(
+            Some(exclusion),
+            outcomes,
+            &Coverage {
+                base,
+                empty: CoverageMap::new(),
+            },
+            Vec::new(),
+            Vec::new(),
+        ),
+        test_builds,
+    };
 
     // The ground truth is built once; every run below is that binary in a fresh view.
     let binary = match build(original)? {
@@ -139,17 +152,12 @@ pub fn calibrate_cpp(
                 reason: reason_of(failed.outcome),
                 detail: failed.message.unwrap_or_default(),
             };
-            let record = record(
-                Some(e),
+            return Ok(left_out(
+                e,
                 vec![failed.outcome],
-                &Coverage::default(),
-                Vec::new(),
-                Vec::new(),
-            );
-            return Ok(CppCalibration {
-                record,
+                CoverageMap::new(),
                 test_builds,
-            });
+            ));
         }
     };
     let mut executable = CoverageMap::new();
@@ -200,16 +208,8 @@ pub fn calibrate_cpp(
             }),
             None => None,
         };
-    if exclusion.is_some() {
-        let cov = Coverage {
-            base: bases.swap_remove(0),
-            empty: CoverageMap::new(),
-        };
-        let record = record(exclusion, outcomes, &cov, Vec::new(), Vec::new());
-        return Ok(CppCalibration {
-            record,
-            test_builds,
-        });
+    if let Some(e) = exclusion {
+        return Ok(left_out(e, outcomes, bases.swap_remove(0), test_builds));
     }
 
     // Each TEST alone, and the empty test. A TEST that passes with its file but not alone
@@ -232,15 +232,7 @@ pub fn calibrate_cpp(
                 )
                 .to_lowercase(),
             };
-            let cov = Coverage {
-                base: bases.swap_remove(0),
-                empty: CoverageMap::new(),
-            };
-            let record = record(Some(e), outcomes, &cov, Vec::new(), Vec::new());
-            return Ok(CppCalibration {
-                record,
-                test_builds,
-            });
+            return Ok(left_out(e, outcomes, bases.swap_remove(0), test_builds));
         }
         per_test.push(to_map(&r.coverage));
     }
@@ -370,7 +362,7 @@ fn measured(r: &clover_sandbox::gtest::GtestResult, what: &str) -> Result<(), St
 }
 
 /// The ground truth's lines (its first run) and the empty test's.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Coverage {
     base: CoverageMap,
     empty: CoverageMap,

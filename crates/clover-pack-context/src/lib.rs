@@ -144,8 +144,9 @@ pub enum OutputFormat {
 ///
 /// `--shard` applies to the instances written, not to the problems read: every shard sees the
 /// whole repository, so the per-repository sampling is the same in each, and the shards'
-/// outputs together are exactly the unsharded output. It hashes [`clover_protocol::Record::shard_key`] as
-/// every stage does: the chunks of a C++ source stay in one shard.
+/// outputs together are exactly the unsharded output. It hashes
+/// [`clover_protocol::Record::shard_key`] as every stage does: the chunks of a C++ source stay
+/// in one shard.
 pub fn run(
     args: &StageArgs,
     options: Options,
