@@ -471,6 +471,8 @@ pub enum Outcome {
     Killed,
     NoCode,
     CompileError,
+    /// The run ended well but no test ran: every test was skipped or xfailed. Not a pass.
+    NoTestsRun,
 }
 
 /// The limit that ended a run.
