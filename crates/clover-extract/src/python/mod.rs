@@ -658,6 +658,57 @@ def test_uses_data(test_data):
         assert!(py(&ps[2]).problem_text.contains("def test_data"));
     }
 
+    /// A fixture registered under another name (`@pytest.fixture(name="client")`) is requested
+    /// by that name; dropping it leaves "fixture 'client' not found".
+    #[test]
+    fn fixtures_are_found_by_their_registered_name() {
+        let src = r#"import pytest
+
+
+@pytest.fixture(scope="module", name="client")
+def client_fixture():
+    return 1
+
+
+@pytest.fixture(name='db')
+def _db():
+    return 2
+
+
+@pytest.fixture
+def unrelated():
+    return 3
+
+
+def test_param(client):
+    assert client == 1
+
+
+@pytest.mark.usefixtures("db")
+def test_usefixtures():
+    pass
+
+
+class TestMarked:
+    pytestmark = pytest.mark.usefixtures("db")
+
+    def test_in_class(self):
+        pass
+"#;
+        let ps = problems(src);
+        let t = &by_name(&ps, "test_param").problem_text;
+        assert!(t.contains("def client_fixture"), "{t}");
+        assert!(
+            !t.contains("def _db") && !t.contains("def unrelated"),
+            "{t}"
+        );
+        for name in ["test_usefixtures", "test_in_class"] {
+            let t = &by_name(&ps, name).problem_text;
+            assert!(t.contains("def _db"), "{name}:\n{t}");
+            assert!(!t.contains("def client_fixture"), "{name}:\n{t}");
+        }
+    }
+
     #[test]
     fn conditional_tests_keep_every_branch_and_other_tests_go() {
         let src = r#"import sys

@@ -258,10 +258,9 @@ impl<'s> Builder<'s> {
     fn function(&mut self, unit: &mut Unit, def: Node, scope: Scope) {
         let name = field_text(self.src, def, "name");
         uses(self.src, unit.node, &[], &mut unit.names, &mut unit.attrs);
-        let decorators = decorators_text(self.src, unit.node);
         // `@pytest.fixture`, `@fixture(scope=...)`, `@pytest_asyncio.fixture`; not
         // `@pytest.mark.usefixtures(...)`.
-        let is_fixture = decorators.lines().any(|d| {
+        let fixture_decorator = decorators(self.src, unit.node).into_iter().find(|d| {
             let callee = d
                 .trim_start_matches('@')
                 .split('(')
@@ -270,8 +269,16 @@ impl<'s> Builder<'s> {
                 .trim();
             callee == "fixture" || callee.ends_with(".fixture")
         });
+        let is_fixture = fixture_decorator.is_some();
         unit.fixture = is_fixture;
-        let autouse = is_fixture && decorators.replace(' ', "").contains("autouse=True");
+        // `@pytest.fixture(name="db")` is requested as `db`, not by the function's name.
+        let alias = fixture_decorator.and_then(fixture_name_argument);
+        let autouse = fixture_decorator.is_some_and(|d| {
+            d.chars()
+                .filter(|c| !c.is_whitespace())
+                .collect::<String>()
+                .contains("autouse=True")
+        });
         let collectable = match scope {
             Scope::Module => true,
             Scope::Class { collectable } => collectable,
@@ -293,6 +300,7 @@ impl<'s> Builder<'s> {
             Role::Plain { always }
         };
         unit.defines.push(name);
+        unit.defines.extend(alias);
     }
 
     fn class<'t>(&mut self, unit: &mut Unit<'t>, def: Node<'t>, scope: Scope) {
@@ -472,16 +480,39 @@ pub(crate) fn field_text(src: &Src, node: Node, field: &str) -> String {
         .unwrap_or_default()
 }
 
-fn decorators_text(src: &Src, node: Node) -> String {
+/// The text of each decorator of a definition, in source order.
+fn decorators<'a>(src: &Src<'a>, node: Node) -> Vec<&'a str> {
     if node.kind() != "decorated_definition" {
-        return String::new();
+        return Vec::new();
     }
     let mut c = node.walk();
-    node.named_children(&mut c)
+    let found = node
+        .named_children(&mut c)
         .filter(|n| n.kind() == "decorator")
         .map(|n| src.node_text(n))
-        .collect::<Vec<_>>()
-        .join("\n")
+        .collect();
+    found
+}
+
+/// The string of a fixture decorator's `name=` argument: `@pytest.fixture(name="db")` → `db`.
+fn fixture_name_argument(decorator: &str) -> Option<String> {
+    let compact: String = decorator.chars().filter(|c| !c.is_whitespace()).collect();
+    let at = compact.find("name=")?;
+    // `name=` must start an argument, not end another keyword (`scope_name=`).
+    if !compact[..at].ends_with(['(', ',']) {
+        return None;
+    }
+    let rest = &compact[at + "name=".len()..];
+    let quote = rest.chars().next().filter(|c| *c == '"' || *c == '\'')?;
+    let value = &rest[1..];
+    let end = value.find(quote)?;
+    let name = &value[..end];
+    let is_identifier = name
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_alphabetic() || c == '_')
+        && name.chars().all(|c| c.is_alphanumeric() || c == '_');
+    is_identifier.then(|| name.to_string())
 }
 
 /// Whether a class body defines `name` directly.
@@ -713,7 +744,12 @@ pub(crate) fn uses(
             }
             _ => {}
         }
-        let in_dec = in_decorator || n.kind() == "decorator";
+        // `pytestmark = pytest.mark.usefixtures("db")` names fixtures in strings as well.
+        let in_dec = in_decorator
+            || n.kind() == "decorator"
+            || n.kind() == "call"
+                && n.child_by_field_name("function")
+                    .is_some_and(|f| src.node_text(f).ends_with("usefixtures"));
         let special = match n.kind() {
             "attribute" => n
                 .child_by_field_name("attribute")
