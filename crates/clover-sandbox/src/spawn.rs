@@ -64,6 +64,48 @@ struct IfReq {
     _pad: [u8; 22],
 }
 
+/// `KEYCTL_JOIN_SESSION_KEYRING`: with a null name, a new anonymous session keyring.
+const KEYCTL_JOIN_SESSION_KEYRING: libc::c_long = 1;
+
+/// The architecture this filter is built for, as seccomp reports it (`AUDIT_ARCH_*`).
+#[cfg(target_arch = "x86_64")]
+const AUDIT_ARCH: u32 = 0xC000_003E;
+#[cfg(target_arch = "aarch64")]
+const AUDIT_ARCH: u32 = 0xC000_00B7;
+/// On x86_64 the x32 ABI shares the architecture and numbers its calls from this bit up.
+const X32_SYSCALL_BIT: u32 = 0x4000_0000;
+
+const fn bpf(code: u16, jt: u8, jf: u8, k: u32) -> libc::sock_filter {
+    libc::sock_filter { code, jt, jf, k }
+}
+/// Classic BPF opcodes (`BPF_LD|BPF_W|BPF_ABS` and so on).
+const BPF_LD_W_ABS: u16 = 0x20;
+const BPF_JMP_JEQ_K: u16 = 0x05 | 0x10;
+const BPF_JMP_JGE_K: u16 = 0x05 | 0x30;
+const BPF_RET_K: u16 = 0x06;
+const SECCOMP_RET_KILL_PROCESS: u32 = 0x8000_0000;
+const SECCOMP_RET_ERRNO: u32 = 0x0005_0000;
+const SECCOMP_RET_ALLOW: u32 = 0x7fff_0000;
+
+/// The payload's seccomp filter: the kernel keyring calls fail with EPERM (a key is a
+/// channel between runs and a way to the caller's secrets that no namespace closes), as do
+/// x32 calls; a call made under another architecture (a 32-bit binary) kills the process,
+/// since its numbers mean other calls. Everything else is allowed: the namespaces and the
+/// dropped privileges are the sandbox, this filter only closes what they leave shared.
+/// Offsets into `struct seccomp_data`: `nr` at 0, `arch` at 4.
+static SECCOMP_FILTER: [libc::sock_filter; 10] = [
+    bpf(BPF_LD_W_ABS, 0, 0, 4),
+    bpf(BPF_JMP_JEQ_K, 1, 0, AUDIT_ARCH),
+    bpf(BPF_RET_K, 0, 0, SECCOMP_RET_KILL_PROCESS),
+    bpf(BPF_LD_W_ABS, 0, 0, 0),
+    bpf(BPF_JMP_JGE_K, 3, 0, X32_SYSCALL_BIT),
+    bpf(BPF_JMP_JEQ_K, 2, 0, libc::SYS_keyctl as u32),
+    bpf(BPF_JMP_JEQ_K, 1, 0, libc::SYS_add_key as u32),
+    bpf(BPF_JMP_JEQ_K, 0, 1, libc::SYS_request_key as u32),
+    bpf(BPF_RET_K, 0, 0, SECCOMP_RET_ERRNO | libc::EPERM as u32),
+    bpf(BPF_RET_K, 0, 0, SECCOMP_RET_ALLOW),
+];
+
 /// One step of building the sandbox's root, run by the supervisor.
 #[derive(Debug)]
 pub(crate) enum Op {
@@ -756,6 +798,17 @@ unsafe fn payload(exec: *const ExecHeader, fds: ChildFds) -> ! {
         {
             fail(errno());
         }
+        // A session keyring of the run's own (as runc does): the caller's, inherited through
+        // the clone, may hold its secrets, and one shared by runs would carry keys between
+        // them. Raw syscall, as above. The filter at exec refuses key calls as well.
+        if libc::syscall(
+            libc::SYS_keyctl,
+            KEYCTL_JOIN_SESSION_KEYRING,
+            std::ptr::null::<libc::c_char>(),
+        ) < 0
+        {
+            fail(errno());
+        }
         if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
             fail(errno());
         }
@@ -800,6 +853,20 @@ unsafe fn payload(exec: *const ExecHeader, fds: ChildFds) -> ! {
             CLOSE_RANGE_CLOEXEC,
         );
         if libc::chdir(plan.workdir) != 0 {
+            fail(errno());
+        }
+        // Last, so that nothing above runs under it; no_new_privs (set above) lets an
+        // unprivileged process install it.
+        let prog = libc::sock_fprog {
+            len: SECCOMP_FILTER.len() as libc::c_ushort,
+            filter: SECCOMP_FILTER.as_ptr().cast_mut(),
+        };
+        if libc::prctl(
+            libc::PR_SET_SECCOMP,
+            libc::SECCOMP_MODE_FILTER as libc::c_ulong,
+            &prog as *const libc::sock_fprog,
+        ) != 0
+        {
             fail(errno());
         }
         let mut first_err = libc::ENOENT;

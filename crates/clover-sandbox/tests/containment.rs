@@ -675,3 +675,85 @@ print('left a listener')
         "the namespace of the run that left a listener was not reused in {runs} runs: {seen:?}"
     );
 }
+
+/// A payload that looks for a key by description in every keyring it can name, reads what it
+/// finds, and (with `plant`) adds a key of its own to its session and user keyrings.
+fn key_probe(find: &str, plant: bool) -> String {
+    let (add_key, request_key, keyctl) =
+        (libc::SYS_add_key, libc::SYS_request_key, libc::SYS_keyctl);
+    format!(
+        r#"
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+L = ctypes.c_long
+for ring in (-1, -2, -3, -4, -5):
+    k = libc.syscall(L({keyctl}), L(10), L(ring), b"user", b"{find}", L(0))
+    if k >= 0:
+        buf = ctypes.create_string_buffer(256)
+        n = libc.syscall(L({keyctl}), L(11), L(k), buf, L(256))
+        print("found", ring, buf.raw[:max(n, 0)])
+k = libc.syscall(L({request_key}), b"user", b"{find}", None, L(0))
+if k >= 0:
+    print("requested", k)
+if {plant}:
+    for ring in (-3, -4):
+        k = libc.syscall(L({add_key}), b"user", b"clover-planted", b"x", L(1), L(ring))
+        print("planted" if k >= 0 else "refused", ring, ctypes.get_errno())
+print("done")
+"#,
+        plant = if plant { "True" } else { "False" },
+    )
+}
+
+/// The caller (here, this test's thread) has a session keyring with a secret in it, as a
+/// login shell or a systemd service would. A run can neither read it nor leave a key that
+/// the next run, or the caller, finds.
+#[test]
+fn the_callers_keyring_is_out_of_reach_and_runs_share_no_keys() {
+    let Some(sb) = sandbox() else { return };
+    let Some(py) = python() else { return };
+    let (add_key, keyctl) = (libc::SYS_add_key, libc::SYS_keyctl);
+    // SAFETY: plain syscalls with valid C strings; they change this thread's keyrings only.
+    unsafe {
+        assert!(libc::syscall(keyctl, 1, c"clover-test-session".as_ptr()) >= 0);
+        let secret = b"TOPSECRET";
+        let key = libc::syscall(
+            add_key,
+            c"user".as_ptr(),
+            c"clover-caller-secret".as_ptr(),
+            secret.as_ptr(),
+            secret.len(),
+            -3 as libc::c_long,
+        );
+        assert!(key >= 0, "the caller could not add its own key");
+    }
+    let c = Case::new();
+    let run = |body: &str| c.run(sb, &RunSpec::new(c.repo.path(), [py, "-c", body]));
+    let first = run(&key_probe("clover-caller-secret", true));
+    assert_eq!(first.exit, ExitStatus::Code(0), "{}", first.stderr.text());
+    let text = first.stdout.text();
+    assert!(
+        !text.contains("TOPSECRET"),
+        "the run read the caller's key: {text}"
+    );
+    assert!(
+        !text.contains("found") && !text.contains("requested"),
+        "{text}"
+    );
+    assert!(!text.contains("planted"), "the run added a key: {text}");
+    let second = run(&key_probe("clover-planted", false));
+    assert_eq!(second.stdout.text(), "done\n", "{}", second.stderr.text());
+    // SAFETY: a search of this thread's session keyring by a valid description.
+    let planted = unsafe {
+        libc::syscall(
+            keyctl,
+            10,
+            -3 as libc::c_long,
+            c"user".as_ptr(),
+            c"clover-planted".as_ptr(),
+            0,
+        )
+    };
+    assert!(planted < 0, "a run's key reached the caller's keyring");
+}
