@@ -31,6 +31,10 @@ use std::path::{Path, PathBuf};
 use clover_protocol::Language;
 use serde::Deserialize;
 
+mod python_layout;
+
+pub use python_layout::NON_PACKAGE_DIRS;
+
 /// The test-file globs used when a repository names none.
 pub const DEFAULT_PYTHON_TEST_GLOBS: &[&str] = &["test_*.py", "*_test.py"];
 /// The test-file globs for C++ repositories.
@@ -114,6 +118,9 @@ pub struct RepoConfig {
     pub timeout_secs: u64,
     pub memory_mb: u64,
     pub pids: u64,
+    /// Where `source_dirs` and `test_dirs` came from (the manifest, or which detection rule),
+    /// one sentence each: what `clover extract --explain` prints.
+    pub explanation: Vec<String>,
 }
 
 /// Defaults for limits when a manifest names none.
@@ -222,7 +229,15 @@ impl Manifest {
                     "timeout_secs, memory_mb and pids must be at least 1".into(),
                 ));
             }
+            let mut explanation = detected.why;
+            if let Some(dirs) = &r.source_dirs {
+                explanation[0] = format!("source_dirs = {}: from {}", list(dirs), path.display());
+            }
+            if let Some(dirs) = &r.test_dirs {
+                explanation[1] = format!("test_dirs = {}: from {}", list(dirs), path.display());
+            }
             repos.push(RepoConfig {
+                explanation,
                 name: r.name.clone(),
                 python: r.python.map(|p| root.join(p)).or(detected.python),
                 source_dirs: r.source_dirs.unwrap_or(detected.source_dirs),
@@ -277,9 +292,11 @@ fn default_globs(language: Language) -> Vec<String> {
 }
 
 impl RepoConfig {
-    /// Detects a repository at `dir` without a manifest: the language, the source folder
-    /// (`src/` layout or the package folder or a single module), the tests, and a virtual
-    /// environment at `.venv` or `venv`. The name is the folder's name.
+    /// Detects a repository at `dir` without a manifest: the language, the source folders
+    /// (for Python the distribution's own packages, from its packaging files when they say:
+    /// see [`NON_PACKAGE_DIRS`] for what is left out otherwise), the tests, and a virtual
+    /// environment at `.venv` or `venv`. The name is the folder's name; `explanation` says
+    /// why each folder was chosen.
     pub fn detect(dir: &Path) -> Result<RepoConfig, ManifestError> {
         let root = std::path::absolute(dir)
             .map(|p| normalize(&p))
@@ -303,6 +320,7 @@ impl RepoConfig {
             .unwrap_or_else(|| "repo".into());
         Ok(RepoConfig {
             name,
+            explanation: layout.why,
             test_globs: default_globs(layout.language),
             language: layout.language,
             source_dirs: layout.source_dirs,
@@ -363,6 +381,8 @@ impl RepoConfig {
 
 struct Layout {
     language: Language,
+    /// Why the detected folders were chosen, one sentence per setting.
+    why: Vec<String>,
     source_dirs: Vec<PathBuf>,
     test_dirs: Vec<PathBuf>,
     include_dirs: Vec<PathBuf>,
@@ -390,9 +410,21 @@ fn detect_layout(root: &Path, language: Option<Language>) -> Result<Layout, Stri
     let layout = match language {
         Language::Python => {
             let tests = existing(&["tests", "test", "testing"]);
+            let sources = python_layout::python_sources(root);
+            let mut why = vec![format!(
+                "source_dirs = {}: {}",
+                list(&sources.dirs),
+                sources.why
+            )];
+            why.push(if tests.is_empty() {
+                "test_dirs = [.]: no tests, test or testing folder".to_string()
+            } else {
+                format!("test_dirs = {}: the test folders at the root", list(&tests))
+            });
             Layout {
                 language,
-                source_dirs: python_sources(root),
+                why,
+                source_dirs: sources.dirs,
                 // Without a tests folder, tests live inside the package or at the root.
                 test_dirs: if tests.is_empty() {
                     vec![PathBuf::from(".")]
@@ -416,9 +448,20 @@ fn detect_layout(root: &Path, language: Option<Language>) -> Result<Layout, Stri
             let tests = existing(&["tests", "test"]);
             let mut include = existing(&["include"]);
             include.extend(src.iter().cloned());
+            let test_dirs = if tests.is_empty() { src.clone() } else { tests };
             Layout {
                 language,
-                test_dirs: if tests.is_empty() { src.clone() } else { tests },
+                why: vec![
+                    format!(
+                        "source_dirs = {}: the src or lib folder, else the root",
+                        list(&src)
+                    ),
+                    format!(
+                        "test_dirs = {}: the tests or test folder, else the sources",
+                        list(&test_dirs)
+                    ),
+                ],
+                test_dirs,
                 source_dirs: src,
                 include_dirs: include,
                 python: None,
@@ -469,52 +512,10 @@ fn count_extensions(dir: &Path, depth: u32, py: &mut usize, cpp: &mut usize) {
     }
 }
 
-/// The package folders of a Python repository: `src/<pkg>` for the src layout, else top-level
-/// folders holding `__init__.py` (not tests), else top-level modules (a one-module package such
-/// as six), else the root.
-fn python_sources(root: &Path) -> Vec<PathBuf> {
-    let packages_in = |dir: &Path, prefix: &Path| -> Vec<PathBuf> {
-        let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
-            .into_iter()
-            .flatten()
-            .flatten()
-            .filter(|e| e.path().join("__init__.py").is_file())
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .filter(|n| {
-                !n.starts_with('.') && !["tests", "test", "docs", "examples"].contains(&n.as_str())
-            })
-            .map(|n| prefix.join(n))
-            .collect();
-        found.sort();
-        found
-    };
-    let src = packages_in(&root.join("src"), Path::new("src"));
-    if !src.is_empty() {
-        return src;
-    }
-    let top = packages_in(root, Path::new(""));
-    if !top.is_empty() {
-        return top;
-    }
-    let mut modules: Vec<PathBuf> = std::fs::read_dir(root)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| {
-            n.ends_with(".py")
-                && !n.starts_with("test_")
-                && !n.ends_with("_test.py")
-                && !["setup.py", "conftest.py", "noxfile.py"].contains(&n.as_str())
-        })
-        .map(PathBuf::from)
-        .collect();
-    modules.sort();
-    if modules.is_empty() {
-        vec![PathBuf::from(".")]
-    } else {
-        modules
-    }
+/// Folders as `[a, b]`, for the explanations.
+fn list(dirs: &[PathBuf]) -> String {
+    let names: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
+    format!("[{}]", names.join(", "))
 }
 
 /// Removes `.` components and folds `..` lexically, so roots compare and print cleanly.
