@@ -39,6 +39,7 @@ pub fn respond(model: &Model, name: &str, instance: &Instance) -> Response {
         repo: instance.repo.clone(),
         text,
         error,
+        generation: Default::default(),
         exec: instance.exec.clone(),
         scoring: instance.scoring.clone(),
     }

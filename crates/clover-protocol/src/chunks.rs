@@ -134,6 +134,7 @@ mod tests {
             repo: i.repo.clone(),
             text: String::new(),
             error: None,
+            generation: Default::default(),
             exec: i.exec.clone(),
             scoring: i.scoring.clone(),
         }

@@ -450,10 +450,47 @@ pub struct Response {
     pub repo: String,
     /// The model's raw text.
     pub text: String,
-    /// Set when no answer could be had (the text is then empty).
+    /// Set when no answer could be had (the text is then empty): the server or the command
+    /// failed, which says nothing of the model's skill.
     pub error: Option<String>,
+    /// What produced the answer, and how it went. Absent in older records, which read as the
+    /// default (an empty `adapter`).
+    #[serde(default)]
+    pub generation: Generation,
     pub exec: ExecSpec,
     pub scoring: BTreeMap<String, serde_json::Value>,
+}
+
+/// What produced a [`Response`]: the settings a resumed run must share, and what the call
+/// reported. Fields that do not apply to the adapter are `None`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Generation {
+    /// `oracle`, `copy_operand`, `assert_true`, `openai` or `cmd`.
+    pub adapter: String,
+    /// The model name sent to the server, in full (`meta-llama/Llama-3.1-8B-Instruct`).
+    pub model_name: Option<String>,
+    /// The API root the request went to.
+    pub base_url: Option<String>,
+    pub temperature: Option<f64>,
+    pub top_p: Option<f64>,
+    pub max_tokens: Option<u32>,
+    pub seed: Option<u64>,
+    /// The server's `finish_reason` (`stop`, `length`, …).
+    pub finish_reason: Option<String>,
+    pub usage: Option<TokenUsage>,
+    /// Requests sent for this answer, retries included; 0 when no request is made.
+    pub attempts: u32,
+    /// The HTTP status of the last attempt, when a server answered.
+    pub http_status: Option<u16>,
+    /// Timing: excluded by name when outputs are compared.
+    pub duration_secs: f64,
+}
+
+/// Tokens a server counted for one completion.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct TokenUsage {
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
 }
 
 // ---------------------------------------------------------------------------------------------

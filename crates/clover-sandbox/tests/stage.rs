@@ -27,6 +27,7 @@ fn response(id: &str, repo: &str, language: Language, path: &str, text: &str) ->
         repo: repo.into(),
         text: text.into(),
         error: None,
+        generation: Default::default(),
         exec: ExecSpec {
             repo: repo.into(),
             language: Some(language),

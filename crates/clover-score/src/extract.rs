@@ -628,6 +628,7 @@ mod tests {
             repo: "r".into(),
             text: text.into(),
             error: None,
+            generation: Default::default(),
             exec: Default::default(),
             scoring: Default::default(),
         }

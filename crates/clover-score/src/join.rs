@@ -142,6 +142,7 @@ mod tests {
             repo: "r".into(),
             text: text.into(),
             error: None,
+            generation: Default::default(),
             exec: ExecSpec {
                 repo: "r".into(),
                 language: Some(Language::Cpp),
