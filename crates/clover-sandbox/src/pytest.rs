@@ -162,7 +162,8 @@ impl PytestRun {
 ///
 /// pytest's exit codes: 0 all passed, 1 some failed, 2 interrupted (collection errors),
 /// 3 internal error, 4 usage error, 5 nothing collected. A run that ends without a report
-/// (a crash, a kill) is never "passed"; a report that contradicts the exit code is an error.
+/// (a crash, a kill) is never "passed"; a report that contradicts the exit code is an error;
+/// a report whose every test was skipped (or xfailed) is `no_tests_run`.
 pub fn judge(
     exit: ExitStatus,
     limit: Option<LimitHit>,
@@ -180,6 +181,12 @@ pub fn judge(
             Some("pytest exited 0 but its report has failures".into()),
         ),
         0 if tests.is_empty() => (Outcome::Error, Some("the report has no tests".into())),
+        // pytest reports an xfailed test as skipped: a file that only skips or expects its
+        // failures checked nothing, whatever its exit code says.
+        0 if tests.iter().all(|t| t.outcome == TestOutcome::Skipped) => (
+            Outcome::NoTestsRun,
+            Some(format!("all {} tests were skipped or xfailed", tests.len())),
+        ),
         0 => (Outcome::Passed, None),
         1 | 2 if any(TestOutcome::Error) => (Outcome::Error, None),
         1 if any(TestOutcome::Failed) => (Outcome::Failed, None),
@@ -214,6 +221,15 @@ mod tests {
         assert_eq!(
             judge(ExitStatus::Code(1), None, Some(&fail)).0,
             Outcome::Failed
+        );
+        assert_eq!(
+            judge(
+                ExitStatus::Code(0),
+                None,
+                Some(&[t(T::Skipped), t(T::Skipped)])
+            )
+            .0,
+            Outcome::NoTestsRun
         );
         assert_eq!(
             judge(ExitStatus::Code(2), None, Some(&err)).0,

@@ -9,8 +9,9 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use clover_protocol::LimitHit;
-use clover_sandbox::{Collected, ExitStatus, RunOutput, RunSpec, Sandbox, WriteFile};
+use clover_protocol::{LimitHit, Outcome};
+use clover_sandbox::pytest::{PytestResult, PytestRun};
+use clover_sandbox::{Collected, ExitStatus, Limits, RunOutput, RunSpec, Sandbox, WriteFile};
 
 fn sandbox() -> Option<&'static Sandbox> {
     static SB: OnceLock<Result<Sandbox, String>> = OnceLock::new();
@@ -756,4 +757,47 @@ fn the_callers_keyring_is_out_of_reach_and_runs_share_no_keys() {
         )
     };
     assert!(planted < 0, "a run's key reached the caller's keyring");
+}
+
+/// A candidate test file run by real pytest in the case's repository, without coverage.
+fn run_pytest(c: &Case, sb: &Sandbox, test: &str) -> Option<PytestResult> {
+    let python = clover_testkit::python()?;
+    let run = PytestRun {
+        repo: c.repo.path().to_path_buf(),
+        python,
+        targets: vec!["test_attack.py".into()],
+        files: vec![WriteFile {
+            path: "test_attack.py".into(),
+            contents: test.as_bytes().to_vec(),
+        }],
+        cov_sources: vec![],
+        cov_contexts: false,
+        env: vec![],
+        limits: Limits::default(),
+    };
+    let r = run.run(sb).expect("the run is carried out");
+    c.assert_contained(&r.run);
+    Some(r)
+}
+
+/// A file that only skips, or only expects its failures, checks nothing: it is not a pass.
+#[test]
+fn a_file_of_skipped_and_xfailed_tests_is_not_a_pass() {
+    let Some(sb) = sandbox() else { return };
+    let c = Case::new();
+    let test = "import pytest\n\n\
+                @pytest.mark.skip(reason='later')\ndef test_skipped():\n    assert False\n\n\
+                @pytest.mark.xfail\ndef test_xfailed():\n    assert False\n\n\
+                def test_skips_itself():\n    pytest.skip('not today')\n";
+    let Some(r) = run_pytest(&c, sb, test) else {
+        return;
+    };
+    assert_eq!(
+        r.run.exit,
+        ExitStatus::Code(0),
+        "{}",
+        r.run.stdout.tail(2000)
+    );
+    assert_eq!(r.tests.len(), 3, "{:?}", r.tests);
+    assert_eq!(r.outcome, Outcome::NoTestsRun, "{:?}", r.message);
 }
