@@ -8,16 +8,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
+use crate::docs::Row;
 use crate::step;
-
-/// One measured comparison.
-pub struct Row {
-    pub name: String,
-    pub measured: String,
-    pub baseline: String,
-    pub ratio: f64,
-    pub target: String,
-}
 
 pub fn run(root: &Path) -> Result<()> {
     step("cargo build --release");

@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
-use crate::bench::Row;
 use crate::corpus;
+use crate::docs::Row;
 
 /// The corpus package and test file measured: toolz's itertoolz tests (51 test functions).
 const PACKAGE: &str = "toolz";

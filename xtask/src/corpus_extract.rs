@@ -30,7 +30,9 @@ pub struct Share {
     pub failures: Vec<String>,
 }
 
-pub fn run(root: &Path, names: &[String]) -> Result<Vec<Share>> {
+/// Checks the named packages (default: the ones the test suite uses) and prints the figures;
+/// with `write`, also replaces this command's section of `docs/BENCHMARKS.md`.
+pub fn run(root: &Path, names: &[String], write: bool) -> Result<Vec<Share>> {
     let names: Vec<String> = if names.is_empty() {
         corpus::FOR_TESTS.iter().map(|s| s.to_string()).collect()
     } else {
@@ -56,7 +58,9 @@ pub fn run(root: &Path, names: &[String]) -> Result<Vec<Share>> {
         }
         shares.push(share);
     }
-    write_section(root, &shares)?;
+    if write {
+        write_section(root, &shares)?;
+    }
     Ok(shares)
 }
 
@@ -195,7 +199,7 @@ fn write_section(root: &Path, shares: &[Share]) -> Result<()> {
     let mut section = String::new();
     writeln!(section, "{BEGIN}")?;
     writeln!(section, "## Problem files that pass on their own\n")?;
-    writeln!(section, "Measured by `cargo xtask corpus-extract {}`: every problem file extracted from a test that", shares.iter().map(|s| s.name.as_str()).collect::<Vec<_>>().join(" "))?;
+    writeln!(section, "Measured by `cargo xtask corpus-extract --write {}`: every problem file extracted from a test that", shares.iter().map(|s| s.name.as_str()).collect::<Vec<_>>().join(" "))?;
     writeln!(
         section,
         "passes in the package's own suite, run in the sandbox (JUnit reports).\n"

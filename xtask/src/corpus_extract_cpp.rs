@@ -62,9 +62,9 @@ pub struct BareRun {
     pub secs: f64,
 }
 
-/// Checks the named C++ repositories (default: the ones the test suite uses), prints and
-/// writes the figures, and fails when a check failed.
-pub fn run(root: &Path, names: &[String], run_tests: bool) -> Result<Vec<CppFigures>> {
+/// Checks the named C++ repositories (default: the ones the test suite uses), prints the
+/// figures (and with `write`, writes them), and fails when a check failed.
+pub fn run(root: &Path, names: &[String], run_tests: bool, write: bool) -> Result<Vec<CppFigures>> {
     let names: Vec<String> = if names.is_empty() {
         corpus::CPP_FOR_TESTS
             .iter()
@@ -92,7 +92,7 @@ pub fn run(root: &Path, names: &[String], run_tests: bool) -> Result<Vec<CppFigu
         all.push(fig);
     }
     // A run without the ground truth leaves the recorded figures as they are.
-    if run_tests {
+    if run_tests && write {
         write_section(root, &all)?;
     }
     let failures: Vec<String> = all
@@ -540,7 +540,7 @@ fn write_section(root: &Path, figs: &[CppFigures]) -> Result<()> {
     writeln!(s, "## C++ pairing and chunking on real code\n")?;
     writeln!(
         s,
-        "Measured by `cargo xtask corpus-extract-cpp {}`: clover-extract on each repository; every",
+        "Measured by `cargo xtask corpus-extract-cpp --write {}`: clover-extract on each repository; every",
         figs.iter()
             .map(|f| f.name.as_str())
             .collect::<Vec<_>>()

@@ -26,3 +26,13 @@ pub fn replace_section(root: &Path, begin: &str, end: &str, section: &str) -> Re
     eprintln!("written to {}", path.display());
     Ok(())
 }
+
+/// One measured comparison of `cargo xtask bench`'s table: what clover took, what the
+/// baseline of the same run took, their ratio and the target it is held to.
+pub struct Row {
+    pub name: String,
+    pub measured: String,
+    pub baseline: String,
+    pub ratio: f64,
+    pub target: String,
+}

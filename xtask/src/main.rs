@@ -18,6 +18,7 @@ mod corpus_extract;
 mod corpus_extract_cpp;
 mod demo;
 mod docs;
+mod screen_corpus;
 mod setup;
 
 use std::path::{Path, PathBuf};
@@ -72,6 +73,9 @@ enum Command {
         /// Fail when a package's share is below this percentage
         #[arg(long, default_value_t = 97.0)]
         min_share: f64,
+        /// Write the figures into docs/BENCHMARKS.md
+        #[arg(long)]
+        write: bool,
     },
     /// Check C++ pairing, comment stripping and chunking on real code, and run the ground truth
     CorpusExtractCpp {
@@ -80,6 +84,15 @@ enum Command {
         /// Skip building and running the ground-truth tests
         #[arg(long)]
         no_run: bool,
+        /// Write the figures into docs/BENCHMARKS.md
+        #[arg(long)]
+        write: bool,
+    },
+    /// Screen the ground truth of every Python corpus problem for reward hacking; list each
+    /// hit and fail when a ground truth is rejected
+    ScreenCorpus {
+        /// Corpus packages (default: all)
+        names: Vec<String>,
     },
     /// Install the clover binaries
     Install {
@@ -107,12 +120,17 @@ fn main() -> Result<()> {
             no_build,
         } => bench_corpus::run(&root, &names, !no_build),
         Command::Install { prefix } => install(&root, &prefix),
-        Command::CorpusExtract { names, min_share } => {
-            corpus_extract_check(&root, &names, min_share)
-        }
-        Command::CorpusExtractCpp { names, no_run } => {
-            corpus_extract_cpp::run(&root, &names, !no_run).map(|_| ())
-        }
+        Command::ScreenCorpus { names } => screen_corpus::run(&root, &names),
+        Command::CorpusExtract {
+            names,
+            min_share,
+            write,
+        } => corpus_extract_check(&root, &names, min_share, write),
+        Command::CorpusExtractCpp {
+            names,
+            no_run,
+            write,
+        } => corpus_extract_cpp::run(&root, &names, !no_run, write).map(|_| ()),
         Command::Corpus { names } => {
             let (cpp, python): (Vec<String>, Vec<String>) = names
                 .into_iter()
@@ -145,13 +163,15 @@ pub fn workspace_root() -> PathBuf {
 }
 
 fn test(root: &Path, no_lint: bool, cargo_args: &[String]) -> Result<()> {
+    // A test run leaves the tree as it found it: docs are written only by an explicit command.
+    let before = tree_state(root)?;
     let env = setup::run(root)?;
     let corpus: Vec<String> = corpus::FOR_TESTS.iter().map(|s| s.to_string()).collect();
     corpus::ensure(root, &corpus)?;
     step("corpus-extract: problem files pass where the original tests pass");
-    corpus_extract_check(root, &corpus, 97.0)?;
+    corpus_extract_check(root, &corpus, 97.0, false)?;
     step("corpus-extract-cpp: C++ pairs, chunks and ground truth on googletest samples and snappy");
-    corpus_extract_cpp::run(root, &[], true)?;
+    corpus_extract_cpp::run(root, &[], true, false)?;
     if !no_lint {
         step("cargo fmt --check");
         duct::cmd!("cargo", "fmt", "--all", "--check")
@@ -180,11 +200,42 @@ fn test(root: &Path, no_lint: bool, cargo_args: &[String]) -> Result<()> {
     }
     cmd = cmd.env("CLOVER_CORPUS", root.join("target/corpus/clover.toml"));
     cmd.run().context("tests failed")?;
+    step("the tree is as the test run found it");
+    let after = tree_state(root)?;
+    anyhow::ensure!(
+        after == before,
+        "the test run changed the work tree (`git status` before:\n{}\nafter:\n{}): a test or \
+         check wrote a tracked file or left one behind",
+        before.status,
+        after.status
+    );
     Ok(())
 }
 
-fn corpus_extract_check(root: &Path, names: &[String], min_share: f64) -> Result<()> {
-    let shares = corpus_extract::run(root, names)?;
+/// What `git status` shows, and the text of every change, so that a run that rewrites a file
+/// already modified before it is caught too.
+#[derive(PartialEq, Eq)]
+struct TreeState {
+    status: String,
+    diff: String,
+}
+
+fn tree_state(root: &Path) -> Result<TreeState> {
+    let git = |args: &[&str]| -> Result<String> {
+        duct::cmd("git", args)
+            .dir(root)
+            .stdout_capture()
+            .read()
+            .with_context(|| format!("git {}", args.join(" ")))
+    };
+    Ok(TreeState {
+        status: git(&["status", "--porcelain=v1", "--untracked-files=all"])?,
+        diff: git(&["diff", "HEAD", "--binary"])?,
+    })
+}
+
+fn corpus_extract_check(root: &Path, names: &[String], min_share: f64, write: bool) -> Result<()> {
+    let shares = corpus_extract::run(root, names, write)?;
     for s in &shares {
         let share = 100.0 * s.problem_pass as f64 / s.original_pass.max(1) as f64;
         anyhow::ensure!(

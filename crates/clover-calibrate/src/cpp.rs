@@ -9,9 +9,9 @@
 //! per repository ([`EmptyRuns`]). The TESTs of the file are each other's peers: a unique
 //! block is a run of executable lines (as gcovr lists them) one TEST covers and no other.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::Arc;
 
 use clover_manifest::RepoConfig;
 use clover_protocol::{
@@ -19,7 +19,7 @@ use clover_protocol::{
     Problem, RecordKind, SCHEMA_VERSION,
 };
 use clover_sandbox::gtest::{CppProject, GtestRun, LibraryCache};
-use clover_sandbox::{Limits, Sandbox, WriteFile};
+use clover_sandbox::{Limits, OnceMap, Sandbox, WriteFile};
 
 use crate::analysis::{self, CoverageMap};
 use crate::GroupError;
@@ -69,11 +69,9 @@ pub struct CppCalibration {
 /// at the same time wait for that one run.
 #[derive(Debug, Default)]
 pub struct EmptyRuns {
-    by_repo: Mutex<HashMap<String, EmptySlot>>,
+    /// Per repository: the empty run's lines, or why there are none.
+    by_repo: OnceMap<String, Result<Arc<EmptyRun>, String>>,
 }
-
-/// One repository's empty run, once made: its lines, or why there are none.
-type EmptySlot = Arc<OnceLock<Result<EmptyRun, String>>>;
 
 /// The empty test's covered lines, and the executable lines its run listed.
 #[derive(Debug)]
@@ -236,69 +234,48 @@ pub fn calibrate_cpp(
         }
         per_test.push(to_map(&r.coverage));
     }
-    let slot = {
-        let mut map = empties
-            .by_repo
-            .lock()
-            .expect("no panic while holding the lock");
-        Arc::clone(map.entry(repo.name.clone()).or_default())
-    };
-    let mut host_error = None;
-    let run_empty = slot.get_or_init(|| {
-        let r = match build(EMPTY_TEST.as_bytes().to_vec()) {
-            Ok(Ok(empty_binary)) => empty_binary.run(sandbox, &[], limits),
-            Ok(Err(failed)) => {
-                return Err(format!(
+    // A sandbox failure is no verdict on the repository: the key is forgotten and a later
+    // problem tries again.
+    let run_empty = empties.by_repo.get_or_make(&repo.name, || {
+        let empty_binary = match build(EMPTY_TEST.as_bytes().to_vec())? {
+            Ok(b) => b,
+            Err(failed) => {
+                return Ok(Err(format!(
                     "a file of one empty TEST does not build: {}",
                     failed.message.unwrap_or_default()
-                ))
-            }
-            Err(e) => {
-                host_error = Some(e);
-                return Err(String::new());
+                )))
             }
         };
-        let r = match r {
-            Ok(r) => r,
-            Err(e) => {
-                host_error = Some(err(problem, e.to_string()));
-                return Err(String::new());
-            }
-        };
+        let r = empty_binary
+            .run(sandbox, &[], limits)
+            .map_err(|e| err(problem, e.to_string()))?;
         if r.outcome != Outcome::Passed {
-            return Err(format!(
+            return Ok(Err(format!(
                 "a file of one empty TEST does not pass: {:?}: {}",
                 r.outcome,
                 r.message.unwrap_or_default()
-            ));
+            )));
         }
-        measured(&r, "a file of one empty TEST")?;
-        Ok(EmptyRun {
+        if let Err(why) = measured(&r, "a file of one empty TEST") {
+            return Ok(Err(why));
+        }
+        Ok(Ok(Arc::new(EmptyRun {
             covered: to_map(&r.coverage),
             executable: to_map(&r.executable),
-        })
-    });
-    if let Some(e) = host_error {
-        // Not a verdict on the repository: a later problem tries again.
-        empties
-            .by_repo
-            .lock()
-            .expect("no panic while holding the lock")
-            .remove(&repo.name);
-        return Err(e);
-    }
+        })))
+    })?;
     let empty = match run_empty {
-        Ok(run) => {
+        Some(Ok(run)) => {
             analysis::merge_lines(&mut executable, &run.executable);
             run.covered.clone()
         }
-        Err(why) if why.is_empty() => {
+        None => {
             return Err(err(
                 problem,
                 "the run of a file of one empty TEST could not be carried out".into(),
             ))
         }
-        Err(why) => return Err(err(problem, why.clone())),
+        Some(Err(why)) => return Err(err(problem, why)),
     };
     let cov = Coverage {
         base: bases.swap_remove(0),

@@ -3,7 +3,7 @@
 //! implementations and the count of a prompt by its parts equal to the count of the whole.
 //!
 //! `tests/data/*.jsonl` are the real `clover extract | clover calibrate` output on
-//! `fixtures/python` and `fixtures/cpp`, written by `tests/data/regenerate.sh`; clover-e2e
+//! `fixtures/python` and `fixtures/cpp`, written by `tests/data/regenerate.sh`; the e2e suite
 //! checks that the stages still write exactly these records. Rules that need more than the
 //! fixture has (an exclusion) are tested on real records changed here.
 

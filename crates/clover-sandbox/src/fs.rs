@@ -402,7 +402,7 @@ pub(crate) fn root_ops(l: &Layout) -> Result<RootOps, SandboxError> {
 }
 
 /// Rejects absolute paths and `..`: everything the caller names lives below the repository.
-pub(crate) fn check_relative(what: &str, p: &Path) -> Result<(), SandboxError> {
+pub fn check_relative(what: &str, p: &Path) -> Result<(), SandboxError> {
     if p.components()
         .all(|c| matches!(c, Component::Normal(_) | Component::CurDir))
     {

@@ -24,18 +24,18 @@
 //! `.gcda` counters exist only in the view of the run that wrote them and in the one that
 //! reads them, so no run ever counts into another's coverage.
 
-use std::collections::HashMap;
 use std::ffi::OsString;
 use std::io::Write as _;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use clover_protocol::{FileCoverage, LimitHit, Outcome, TestCase, TestOutcome};
 use globset::{Glob, GlobSet, GlobSetBuilder};
 
+use crate::once::OnceMap;
 use crate::report::{parse_cobertura_lines, parse_junit, FileLines};
 use crate::spec::{Collected, ExitStatus, Limits, RunOutput, RunSpec, WriteFile};
 use crate::{Sandbox, SandboxError};
@@ -268,14 +268,13 @@ impl LibraryBuild {
     }
 }
 
-type Slot = Arc<OnceLock<Result<Arc<LibraryBuild>, String>>>;
-
 /// Builds the library under test once per repository and key, in memory for this process
 /// and on disk (a folder per key) across processes.
 #[derive(Debug)]
 pub struct LibraryCache {
     dir: PathBuf,
-    builds: Mutex<HashMap<String, Slot>>,
+    /// Per key: the build, or the compiler's diagnostics when the library does not compile.
+    builds: OnceMap<String, Result<Arc<LibraryBuild>, String>>,
 }
 
 impl LibraryCache {
@@ -296,7 +295,7 @@ impl LibraryCache {
             .map_err(|e| SandboxError::io("securing", &dir, e))?;
         Ok(LibraryCache {
             dir,
-            builds: Mutex::new(HashMap::new()),
+            builds: OnceMap::default(),
         })
     }
 
@@ -319,40 +318,28 @@ impl LibraryCache {
             .canonicalize()
             .map_err(|e| SandboxError::io("opening the repository", &project.repo, e))?;
         let key = project.cache_key(&repo);
-        let slot = {
-            let mut map = self.builds.lock().expect("no panic while holding the lock");
-            Arc::clone(map.entry(key.clone()).or_default())
-        };
-        let mut host_error = None;
-        let r = slot.get_or_init(|| match self.load(&key) {
-            Some(b) => Ok(Arc::new(b)),
-            None => match self.build(sandbox, project, &repo, &key, limits) {
-                Ok(Ok(b)) => {
-                    // A cache that cannot be written only costs a rebuild next time.
-                    let _ = self.store(&b);
-                    Ok(Arc::new(b))
-                }
-                Ok(Err(diag)) => Err(diag),
-                Err(e) => {
-                    host_error = Some(e);
-                    Err(String::new())
-                }
-            },
-        });
-        if let Some(e) = host_error {
-            // Not a verdict on the sources: let a later call try again.
-            self.builds
-                .lock()
-                .expect("no panic while holding the lock")
-                .remove(&key);
-            return Err(LibraryError::Sandbox(e));
-        }
-        match r {
-            Ok(b) => Ok(Arc::clone(b)),
-            Err(diag) if diag.is_empty() => Err(LibraryError::Sandbox(SandboxError::InvalidSpec(
+        // A sandbox failure is no verdict on the sources: the key is forgotten and a later
+        // call builds again.
+        let built = self
+            .builds
+            .get_or_make(&key, || match self.load(&key) {
+                Some(b) => Ok(Ok(Arc::new(b))),
+                None => Ok(match self.build(sandbox, project, &repo, &key, limits)? {
+                    Ok(b) => {
+                        // A cache that cannot be written only costs a rebuild next time.
+                        let _ = self.store(&b);
+                        Ok(Arc::new(b))
+                    }
+                    Err(diag) => Err(diag),
+                }),
+            })
+            .map_err(LibraryError::Sandbox)?;
+        match built {
+            Some(Ok(b)) => Ok(b),
+            Some(Err(diag)) => Err(LibraryError::DoesNotCompile(diag)),
+            None => Err(LibraryError::Sandbox(SandboxError::InvalidSpec(
                 "an earlier build of the library could not be carried out".into(),
             ))),
-            Err(diag) => Err(LibraryError::DoesNotCompile(diag.clone())),
         }
     }
 

@@ -38,12 +38,6 @@
 //! compiles: the library under test once per repository (cached by a hash of its sources and
 //! flags), each candidate against it, all inside the sandbox.
 //!
-//! # The stage
-//!
-//! [`stage`] is `clover sandbox-run`: responses in, one result per response out, in input
-//! order, `--jobs` runs at once with a bounded reorder window. The candidate file is what
-//! `clover_score::assemble_candidate` makes of the model's text, so runner and scorer agree.
-//!
 //! # Speed
 //!
 //! A run's supervisor can build its root before the command is known (the command goes to
@@ -56,8 +50,9 @@
 //!
 //! - It needs root on the host (to map host uid 0 for building the root); it never falls back
 //!   to running anything unsandboxed.
-//! - Outside [`stage`] it does not decide what to run: building the command, choosing node
-//!   ids and judging answers belong to the callers; only [`stage`] reads and writes records.
+//! - It does not decide what to run: building the candidate from a model's answer, choosing
+//!   node ids and scoring belong to the callers (the `clover-sandbox-run` stage crate,
+//!   calibrate). It reads and writes no records and depends on no stage crate.
 //! - It does not scrape logs for results: outcomes come from reports and exit statuses only.
 //! - It does not defend against kernel bugs; it is a namespace sandbox, not a VM.
 
@@ -66,15 +61,17 @@ mod error;
 mod fs;
 pub mod gtest;
 mod limits;
+mod once;
 pub mod pytest;
 pub mod report;
 mod sandbox;
 mod spawn;
 mod spec;
-pub mod stage;
 
 pub use capture::Captured;
 pub use error::SandboxError;
+pub use once::OnceMap;
+pub use fs::check_relative;
 pub use sandbox::Sandbox;
 pub use spec::{
     Collected, CollectedFile, ExitStatus, LimitBackend, Limits, RepoView, RunOutput, RunSpec,

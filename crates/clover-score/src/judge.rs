@@ -274,7 +274,7 @@ pub fn run_judge(
     out.sort_by(|x, y| {
         (&x.model, &x.opponent, x.task)
             .cmp(&(&y.model, &y.opponent, y.task))
-            .then_with(|| crate::report::setting_order(&x.setting, &y.setting))
+            .then_with(|| crate::setting::setting_order(&x.setting, &y.setting))
     });
     (out, missing)
 }

@@ -1,16 +1,8 @@
-//! `clover score`: from a model's answer to a candidate test, and from run results to numbers.
+//! `clover score`: from run results to numbers.
 //!
-//! Two jobs live here, because they must agree on what "the model's code" is:
-//!
-//! **Answer → candidate** ([`assemble_candidate`], called by sandbox-run for every response):
-//! fenced code is pulled out of the model's text (with or without a language tag, several
-//! blocks joined, prose around them ignored, a missing closing fence tolerated); Task I
-//! recovers the predicted operand by aligning the filled line with the masked assertion;
-//! Python code is re-indented to where it goes. The candidate file is
-//! `exec.prefix + answer + exec.suffix`. No code is an error, [`NoCode`], which sandbox-run
-//! records as outcome `no_code` — never a crash. The answers to the chunks of one C++ source
-//! are joined into one file by [`assemble_file`] (the rule pack-context records in
-//! `scoring.join`).
+//! What the model's code was is decided once, by `clover_answer` (sandbox-run built the
+//! candidate with it and recorded the answer in the result); score reads the recorded answer,
+//! and for Task I aligns it again with the masked line through the same crate.
 //!
 //! **Run results → metrics** ([`Scorer`], [`verdict`]):
 //!
@@ -54,18 +46,12 @@
 //! It deliberately runs nothing but the judge's HTTP requests: the candidates were run by
 //! sandbox-run, and everything a metric needs travels in the records.
 
-mod extract;
-mod join;
 mod judge;
 mod metrics;
 mod pyexpr;
 mod report;
+mod setting;
 
-pub use extract::{
-    align_in_lines, align_prediction, assemble_candidate, code_blocks, extract_code, indent_after,
-    predict_operand, reindent, Candidate, CodeBlock, NoCode,
-};
-pub use join::{assemble_file, JoinError, JoinedFile};
 pub use judge::{
     judge_messages, parse_choice, run_judge, wilson, Choice, Judge, JudgeItem, JudgeRow,
 };
@@ -75,6 +61,6 @@ pub use metrics::{
 };
 pub use pyexpr::{identifiers, normalize};
 pub use report::{
-    setting_order, to_html, to_json, to_markdown, to_score_rows, Report, Row, Scorer, Utilization,
-    ALL_REPOS,
+    to_html, to_json, to_markdown, to_score_rows, Report, Row, Scorer, Utilization, ALL_REPOS,
 };
+pub use setting::setting_order;

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use clover_protocol::{FileCoverage, LineRanges, Outcome, RunResult, Task};
 use serde_json::Value;
 
-use crate::extract::align_in_lines;
+use clover_answer::align_in_lines;
 use clover_extract::is_constant_operand as is_constant;
 
 use crate::pyexpr::{identifiers, normalize};

@@ -50,7 +50,7 @@ fn is_word(c: char) -> bool {
 /// The identifiers `code` uses (names and attribute names), from a parse of the dedented code
 /// ([`clover_extract::identifiers`]).
 pub fn identifiers(code: &str) -> BTreeSet<String> {
-    clover_extract::identifiers(&crate::extract::reindent(code, ""))
+    clover_extract::identifiers(&clover_answer::reindent(code, ""))
 }
 
 #[cfg(test)]

@@ -1,6 +1,5 @@
 //! Groups of verdicts into rows, context utilization, and the report's formats.
 
-use std::cmp::Ordering;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
@@ -10,6 +9,7 @@ use serde_json::{json, Value};
 
 use crate::judge::JudgeRow;
 use crate::metrics::{headline_metric, metric_names, verdict, Tally};
+use crate::setting::{is_budget, setting_order};
 
 /// The repository of a row that covers all of them.
 pub const ALL_REPOS: &str = "*";
@@ -48,31 +48,6 @@ pub struct Report {
     pub rows: Vec<Row>,
     pub utilization: Vec<Utilization>,
     pub judge: Vec<JudgeRow>,
-}
-
-/// The order of settings: `po`, then budgets by size (`4k` < `8k` < `128k`), then the rest
-/// by name.
-pub fn setting_order(a: &str, b: &str) -> Ordering {
-    fn key(s: &str) -> (u8, u64, &str) {
-        if s.eq_ignore_ascii_case("po") {
-            return (0, 0, s);
-        }
-        let lower = s.trim();
-        let (num, mult) = match lower.strip_suffix(['k', 'K']) {
-            Some(n) => (n, 1000),
-            None => (lower, 1),
-        };
-        match num.parse::<u64>() {
-            Ok(n) => (1, n * mult, s),
-            Err(_) => (2, 0, s),
-        }
-    }
-    key(a).cmp(&key(b))
-}
-
-/// Whether a setting is a context budget (not PO, not an unknown name).
-fn is_budget(s: &str) -> bool {
-    !s.eq_ignore_ascii_case("po") && s.trim_end_matches(['k', 'K']).parse::<u64>().is_ok()
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Regenerates calibrated_python.jsonl and calibrated_cpp.jsonl, the input of pack-context's
 # tests, with the real stages: `clover extract | clover calibrate` on fixtures/python and
-# fixtures/cpp. crates/clover-e2e (tests/e2e/pack_data.rs) runs this script and fails when its
-# output differs from the files here, so they cannot drift from what the stages produce.
+# fixtures/cpp. The end-to-end suite (tests/e2e/pack_data.rs at the top level) runs this
+# script and fails when its output differs from the files here, so they cannot drift from what
+# the stages produce.
 #
 #   crates/clover-pack-context/tests/data/regenerate.sh [BIN_DIR [OUT_DIR]]
 #

@@ -1,15 +1,21 @@
 //! The `sandbox-run` stage: [`Response`] records in, one [`RunResult`] per response out, in
-//! input order, with several runs at once.
+//! input order, with several runs at once (`--jobs`, a bounded reorder window), `--resume` and
+//! `--shard` as in every stage.
 //!
-//! Turning the model's text into the candidate file is `clover_score::assemble_candidate`
-//! (the scorer must agree on what "the model's code" is); no code ⇒ outcome `no_code`.
-//! Python candidates run under pytest with coverage of the repository's source folders;
-//! C++ candidates are compiled and run as GoogleTest binaries ([`crate::gtest`]).
+//! This crate is the stage only; running untrusted code is `clover_sandbox`'s (namespaces,
+//! limits, pytest and GoogleTest runs, report reading), and turning the model's text into the
+//! candidate file is `clover_answer::assemble_candidate` (the scorer must agree on what "the
+//! model's code" is); no code ⇒ outcome `no_code`. Python candidates run under pytest with
+//! coverage of the repository's source folders; C++ candidates are compiled and run as
+//! GoogleTest binaries (`clover_sandbox::gtest`).
 //!
 //! The exception to "one result per response": the responses to the chunks of one C++ source
-//! are joined into one test file (`clover_score::assemble_file`), which is compiled, run and
+//! are joined into one test file (`clover_answer::assemble_file`), which is compiled, run and
 //! measured once, with one result under the file's id ([`run_responses`] says how the stream
 //! holds them).
+//!
+//! It deliberately decides no verdict of its own: outcomes come from the runner's judges
+//! (`clover_sandbox::pytest::judge`, the GoogleTest runner), and metrics are score's.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::io::IsTerminal;
@@ -22,10 +28,9 @@ use clover_protocol::{
     Language, OnError, Outcome, RecordKind, Response, RunResult, StageIo, Stopped, SCHEMA_VERSION,
 };
 
-use crate::gtest::{CppProject, GtestRun, LibraryCache, LibraryError};
-use crate::pytest::PytestRun;
-use crate::spec::{Limits, RunOutput, WriteFile};
-use crate::{Sandbox, SandboxError};
+use clover_sandbox::gtest::{CppProject, GtestRun, LibraryCache, LibraryError};
+use clover_sandbox::pytest::PytestRun;
+use clover_sandbox::{check_relative, Limits, RunOutput, Sandbox, SandboxError, WriteFile};
 
 /// Bytes of stdout and stderr kept in a result (the end of each stream).
 pub const TAIL_BYTES: usize = 8192;
@@ -59,7 +64,7 @@ pub enum ResponseError {
     #[error("invalid candidate path `{0}`: it must be relative to the repository, without `..`")]
     BadPath(String),
     #[error(transparent)]
-    Join(#[from] clover_score::JoinError),
+    Join(#[from] clover_answer::JoinError),
     #[error(transparent)]
     Library(#[from] LibraryError),
     #[error(transparent)]
@@ -103,13 +108,13 @@ impl<'a> ResponseRunner<'a> {
         let started = Instant::now();
         self.execute(
             response,
-            clover_score::assemble_candidate(response),
+            clover_answer::assemble_candidate(response),
             started,
         )
     }
 
     /// Joins the responses to the chunks of one C++ source into one test file
-    /// ([`clover_score::assemble_file`]) and runs it: one result for the whole file, with id
+    /// ([`clover_answer::assemble_file`]) and runs it: one result for the whole file, with id
     /// [`Response::file_response_id`] and instance id [`Response::file_instance_id`]. Its
     /// `scoring` is the chunks' without `chunk_index`, plus `chunk_instance_ids` (in chunk
     /// order) and, when some chunk's answer held no code, `chunks_without_code` (their
@@ -120,7 +125,7 @@ impl<'a> ResponseRunner<'a> {
         let mut sorted: Vec<&Response> = chunks.iter().collect();
         sorted.sort_by_key(|r| r.chunk().map(|c| c.index));
         let Some(first) = sorted.first() else {
-            return Err(ResponseError::Join(clover_score::JoinError::Inconsistent(
+            return Err(ResponseError::Join(clover_answer::JoinError::Inconsistent(
                 "no chunk at all".into(),
             )));
         };
@@ -136,7 +141,7 @@ impl<'a> ResponseRunner<'a> {
             "chunk_instance_ids".into(),
             serde_json::json!(sorted.iter().map(|r| &r.instance_id).collect::<Vec<_>>()),
         );
-        match clover_score::assemble_file(&sorted) {
+        match clover_answer::assemble_file(&sorted) {
             Ok(joined) => {
                 if !joined.without_code.is_empty() {
                     file.scoring.insert(
@@ -150,7 +155,7 @@ impl<'a> ResponseRunner<'a> {
                 }
                 self.execute(&file, joined.candidate, started)
             }
-            Err(e @ clover_score::JoinError::Missing { .. }) => {
+            Err(e @ clover_answer::JoinError::Missing { .. }) => {
                 let mut result = self.blank_result(&file)?;
                 result.outcome = Outcome::Error;
                 result.message = Some(format!("incomplete file: {e}"));
@@ -205,7 +210,7 @@ impl<'a> ResponseRunner<'a> {
     fn execute(
         &self,
         response: &Response,
-        candidate: Result<clover_score::Candidate, clover_score::NoCode>,
+        candidate: Result<clover_answer::Candidate, clover_answer::NoCode>,
         started: Instant,
     ) -> Result<RunResult, ResponseError> {
         let repo = self.repo_of(response)?;
@@ -221,7 +226,7 @@ impl<'a> ResponseRunner<'a> {
         };
         let path = PathBuf::from(&response.exec.candidate_path);
         if path.as_os_str().is_empty()
-            || crate::fs::check_relative("candidate", &path).is_err()
+            || check_relative("candidate", &path).is_err()
             || path.file_name().is_none()
         {
             return Err(ResponseError::BadPath(response.exec.candidate_path.clone()));

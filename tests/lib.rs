@@ -1,6 +1,6 @@
 //! End-to-end tests of the clover tools; this library is empty on purpose.
 //!
-//! The tests in `tests/e2e/` run the real stage binaries (`target/<profile>/clover-*`, built
+//! The tests in `e2e/` (the workspace's top-level `tests/e2e/`) run the real stage binaries (`target/<profile>/clover-*`, built
 //! once by the test itself with `cargo build --bins`) the way users do: killed with SIGKILL and
 //! resumed, split into shards and joined, fed bad input, run twice for byte-identical output,
 //! and driven by the Slurm, Kubernetes, GNU parallel and Makefile examples of `docs/examples/`.

@@ -13,8 +13,8 @@ use clover_manifest::RepoArgs;
 use clover_protocol::{finish_main, RecordKind, RunResult, StageArgs, StageIo, SCHEMA_VERSION};
 use clover_sandbox::gtest::LibraryCache;
 use clover_sandbox::pytest::PytestRun;
-use clover_sandbox::stage::{run_responses, ResponseRunner, TAIL_BYTES};
 use clover_sandbox::{Limits, Sandbox, WriteFile};
+use clover_sandbox_run::{run_responses, ResponseRunner, TAIL_BYTES};
 
 const TOOL: &str = "clover-sandbox-run";
 
