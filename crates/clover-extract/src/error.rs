@@ -47,6 +47,9 @@ pub enum IssueKind {
     Superseded,
     /// A test that could not be turned into a problem (a duplicate id, say).
     Skipped,
+    /// A test file a `conftest.py`'s `collect_ignore` or `collect_ignore_glob` covers: pytest
+    /// never collects it, so it gives no problems.
+    CollectIgnored,
 }
 
 impl IssueKind {
@@ -56,7 +59,10 @@ impl IssueKind {
     pub fn is_error(&self) -> bool {
         !matches!(
             self,
-            IssueKind::Empty | IssueKind::TestWithoutSource | IssueKind::Superseded
+            IssueKind::Empty
+                | IssueKind::TestWithoutSource
+                | IssueKind::Superseded
+                | IssueKind::CollectIgnored
         )
     }
 }
@@ -73,6 +79,7 @@ impl fmt::Display for IssueKind {
             IssueKind::TestWithoutSource => "test without source",
             IssueKind::Superseded => "superseded test file",
             IssueKind::Skipped => "skipped test",
+            IssueKind::CollectIgnored => "never collected by pytest",
         })
     }
 }
@@ -106,6 +113,9 @@ pub struct Summary {
     pub problems: u64,
     /// Files reported as issues.
     pub issues: u64,
+    /// Test files left out because a `conftest.py` tells pytest not to collect them (also
+    /// counted in `issues`).
+    pub collect_ignored: u64,
     /// Bytes of source read.
     pub bytes: u64,
 }
@@ -116,6 +126,14 @@ impl fmt::Display for Summary {
             f,
             "{} problem(s) from {} of {} test file(s), {} issue(s), {} bytes read",
             self.problems, self.used_files, self.test_files, self.issues, self.bytes
-        )
+        )?;
+        if self.collect_ignored > 0 {
+            write!(
+                f,
+                "; {} test file(s) left out by conftest collect_ignore",
+                self.collect_ignored
+            )?;
+        }
+        Ok(())
     }
 }

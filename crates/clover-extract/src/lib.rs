@@ -64,6 +64,8 @@ pub struct Extraction {
     pub problems: Vec<Problem>,
     /// Files that were skipped or only partly used, with the reason, sorted by path.
     pub issues: Vec<FileIssue>,
+    /// Every test file the test folders and globs found (before any was left out), sorted.
+    pub test_files: Vec<String>,
     pub summary: Summary,
 }
 

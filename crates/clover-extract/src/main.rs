@@ -8,7 +8,9 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 use clap::{Parser, ValueEnum};
-use clover_extract::{extract, write_problem_files, CppUtBenchRow, ExtractOptions};
+use clover_extract::{
+    extract, write_problem_files, CppUtBenchRow, ExtractOptions, Extraction, FileIssue,
+};
 use clover_manifest::RepoConfig;
 use clover_protocol::{exit, finish_main, Language, OnError, RecordWriter, Shard, Stopped};
 
@@ -62,6 +64,9 @@ struct Args {
     /// are always reported, and the summary counts both
     #[arg(short, long)]
     quiet: bool,
+    /// Print (to stderr) which source folders and test files were chosen, and why
+    #[arg(long)]
+    explain: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -143,6 +148,9 @@ fn run(args: Args) -> Result<u8> {
         let started = Instant::now();
         let out = extract(&opts).with_context(|| format!("cannot extract {}", repo.name))?;
         let secs = started.elapsed().as_secs_f64();
+        if args.explain {
+            explain(repo, &opts, &out);
+        }
         // Every bad test file is reported with the id prefix its problems would have had
         // (`repo/path`) and counted. With --on-error stop nothing of this repository is
         // written, so the output holds only whole repositories before it.
@@ -213,6 +221,32 @@ fn run(args: Args) -> Result<u8> {
         w.finish()?;
     }
     Ok(exit_code(bad_files))
+}
+
+/// Says where each setting came from and which test files were read or left out, and why.
+fn explain(repo: &RepoConfig, opts: &ExtractOptions, out: &Extraction) {
+    let name = &repo.name;
+    eprintln!("{TOOL}: explain: {name}: root {}", opts.root.display());
+    for line in &repo.explanation {
+        eprintln!("{TOOL}: explain: {name}: {line}");
+    }
+    eprintln!(
+        "{TOOL}: explain: {name}: test files: those under test_dirs matching {} ({} found)",
+        opts.test_globs.join(", "),
+        out.test_files.len()
+    );
+    let left_out: std::collections::HashMap<&str, &FileIssue> = out
+        .issues
+        .iter()
+        .filter(|i| !i.kind.is_error())
+        .map(|i| (i.path.as_str(), i))
+        .collect();
+    for file in &out.test_files {
+        match left_out.get(file.as_str()) {
+            Some(issue) => eprintln!("{TOOL}: explain: {name}:   left out {issue}"),
+            None => eprintln!("{TOOL}: explain: {name}:   test file {file}"),
+        }
+    }
 }
 
 fn exit_code(bad_files: u64) -> u8 {

@@ -239,6 +239,37 @@ fn bad_files_are_reported_and_extraction_goes_on() {
     );
 }
 
+/// A repository with a `benchmarks/` package beside its own and a conftest that tells pytest
+/// not to collect two test files: the sources are the distribution's package only, the ignored
+/// files give no problems (and no errors, though one is Python 2), and `--explain` says why.
+#[test]
+fn detection_and_collect_ignore_are_explained() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/py_layout");
+    let (stdout, stderr, code) = run(&["--repo", repo.to_str().unwrap(), "--explain"]);
+    assert_eq!(code, 0, "{stderr}");
+    let ps = problems(stdout);
+    let ids: Vec<&str> = ps.iter().map(|p| p.id.as_str()).collect();
+    assert_eq!(ids, vec!["py_layout/tests/test_utils.py::test_slugify"]);
+    let refs = &ps[0].python.as_ref().unwrap().repo_refs;
+    assert!(
+        refs.iter()
+            .any(|r| r.file.as_deref() == Some("falcon/_utils.py")),
+        "{refs:?}"
+    );
+    for want in [
+        "explain: py_layout: source_dirs = [falcon]: the folder named like the project `Falcon` (pyproject.toml [project] name)",
+        "explain: py_layout: test_dirs = [tests]",
+        "explain: py_layout:   test file tests/test_utils.py",
+        "left out tests/legacy/test_old.py: never collected by pytest: tests/conftest.py lists it",
+        "left out tests/test_utils_py2.py: never collected by pytest",
+        "1 problem(s) from 1 of 3 test file(s), 2 issue(s)",
+        "2 test file(s) left out by conftest collect_ignore",
+    ] {
+        assert!(stderr.contains(want), "no `{want}` in:\n{stderr}");
+    }
+    assert!(!stderr.contains("benchmarks"), "{stderr}");
+}
+
 fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
     for entry in std::fs::read_dir(from).unwrap() {

@@ -198,8 +198,11 @@ pub(crate) fn extract(opts: &ExtractOptions) -> Result<Extraction, ExtractError>
     })?;
     let is_test = |p: &str| globs.matches(p);
     let (pairs, mut issues) = pair_cpp_files(&files, &is_test);
-    let mut out = Extraction::default();
-    out.summary.test_files = files.iter().filter(|p| is_test(p)).count() as u64;
+    let mut out = Extraction {
+        test_files: files.iter().filter(|p| is_test(p)).cloned().collect(),
+        ..Extraction::default()
+    };
+    out.summary.test_files = out.test_files.len() as u64;
     let results: Vec<Result<(Problem, u64), FileIssue>> = pairs
         .par_iter()
         .map(|pair| {

@@ -1,6 +1,7 @@
 //! Python: test files → one [`Problem`] per test function, each with its isolated problem file.
 
 mod assertions;
+mod collect_ignore;
 mod isolate;
 mod refs;
 mod units;
@@ -60,6 +61,25 @@ pub(crate) fn extract(opts: &ExtractOptions) -> Result<Extraction, ExtractError>
             && !name.starts_with(PROBLEM_FILE_PREFIX)
             && globs.matches(p)
     })?;
+    let ignored = collect_ignore::collect_ignored(&opts.root, &files);
+    let mut out = Extraction::default();
+    out.summary.test_files = files.len() as u64;
+    out.summary.collect_ignored = ignored.len() as u64;
+    out.test_files = files.clone();
+    let files: Vec<String> = files
+        .into_iter()
+        .filter(|f| match ignored.get(f) {
+            Some(conftest) => {
+                out.issues.push(FileIssue {
+                    path: f.clone(),
+                    kind: IssueKind::CollectIgnored,
+                    detail: format!("{conftest} lists it in collect_ignore or collect_ignore_glob"),
+                });
+                false
+            }
+            None => true,
+        })
+        .collect();
     let resolver = Resolver::new(&opts.root, &opts.source_dirs, globs);
     let results: Vec<(u64, Result<Vec<Problem>, FileIssue>)> = files
         .par_iter()
@@ -73,8 +93,6 @@ pub(crate) fn extract(opts: &ExtractOptions) -> Result<Extraction, ExtractError>
             },
         )
         .collect();
-    let mut out = Extraction::default();
-    out.summary.test_files = files.len() as u64;
     for (bytes, r) in results {
         out.summary.bytes += bytes;
         match r {
@@ -87,6 +105,7 @@ pub(crate) fn extract(opts: &ExtractOptions) -> Result<Extraction, ExtractError>
             Err(issue) => out.issues.push(issue),
         }
     }
+    out.issues.sort();
     out.summary.problems = out.problems.len() as u64;
     out.summary.issues = out.issues.len() as u64;
     Ok(out)

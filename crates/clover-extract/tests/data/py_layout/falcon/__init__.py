@@ -1,0 +1,1 @@
+from falcon._utils import slugify
