@@ -36,10 +36,10 @@ pub use jsonl::{
 };
 pub use lines::LineRanges;
 pub use records::{
-    AssertionForm, AssertionSite, CalibratedProblem, Chunk, ContextTier, CppProblem, Exclusion,
-    ExclusionReason, ExecSpec, FileCoverage, FileTier, GTestCase, Generation, Instance, Language,
-    LimitHit, Message, Operand, Outcome, Problem, PythonProblem, Record, RecordKind, RepoRef,
-    Response, RunResult, ScoreRow, SftExample, Span, Target, TargetKind, Task, TestCase,
+    AssertionForm, AssertionSite, CalibratedProblem, Chunk, ContextTier, CppPairing, CppProblem,
+    Exclusion, ExclusionReason, ExecSpec, FileCoverage, FileTier, GTestCase, Generation, Instance,
+    Language, LimitHit, Message, Operand, Outcome, Problem, PythonProblem, Record, RecordKind,
+    RepoRef, Response, RunResult, ScoreRow, SftExample, Span, Target, TargetKind, Task, TestCase,
     TestOutcome, TokenUsage, UniqueBlock, SCHEMA_VERSION,
 };
 pub use shard::{fnv1a64, Shard};

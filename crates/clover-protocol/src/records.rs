@@ -240,6 +240,27 @@ pub struct CppProblem {
     /// Pieces of `code` of at most the chunk limit, cut along top-level syntax nodes; one chunk
     /// holding the whole file when it is short.
     pub chunks: Vec<Chunk>,
+    /// The rule that paired the test with the source; absent means CPP-UT-Bench's base name.
+    #[serde(default, skip_serializing_if = "CppPairing::is_base_name")]
+    pub pairing: CppPairing,
+}
+
+/// How a C++ test file was paired with its source.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CppPairing {
+    /// CPP-UT-Bench's rule: `foo_test.cc` (or `foo_unittest.cc`) tests `foo.cc` (or `foo.h`).
+    #[default]
+    BaseName,
+    /// clover's extension, for a test no base name pairs: the test `#include`s the source's
+    /// header (`log_test.cc` includes `db/log_reader.h`, so it tests `db/log_reader.cc`).
+    Includes,
+}
+
+impl CppPairing {
+    pub fn is_base_name(&self) -> bool {
+        *self == CppPairing::BaseName
+    }
 }
 
 /// A `TEST`, `TEST_F`, `TEST_P` or `TYPED_TEST` in a test file.

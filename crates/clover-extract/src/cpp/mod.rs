@@ -6,7 +6,7 @@ mod lex;
 
 use std::collections::BTreeMap;
 
-use clover_protocol::{CppProblem, Language, Problem, RecordKind, SCHEMA_VERSION};
+use clover_protocol::{CppPairing, CppProblem, Language, Problem, RecordKind, SCHEMA_VERSION};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
@@ -256,6 +256,7 @@ fn problem(repo: &str, pair: &CppPair, code: &str, test: &str, chunk_lines: u32)
             header_path: pair.header.clone(),
             tests: gtest::find_tests(&unit_test),
             chunks: chunk::chunks(&code, chunk_lines),
+            pairing: CppPairing::BaseName,
             code,
             unit_test,
         }),
