@@ -32,6 +32,17 @@ impl Captured {
     }
 }
 
+/// `text` cut to about `max` bytes the way a stream is: its head and its tail, with a line
+/// between them saying how much was left out. A character cut in two becomes U+FFFD.
+pub(crate) fn cap_text(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_string();
+    }
+    let mut kept = HeadTail::new(max);
+    kept.push(text.as_bytes());
+    kept.finish().text()
+}
+
 /// Keeps the first half of `cap` bytes and a ring of the last half, so a flood costs no more
 /// memory than the cap however long it runs.
 #[derive(Debug)]
@@ -136,6 +147,15 @@ mod tests {
             "{text}"
         );
         assert!(text.ends_with("]\nghij"), "{text}");
+    }
+
+    #[test]
+    fn capped_text_says_what_it_left_out() {
+        assert_eq!(cap_text("short", 8), "short");
+        let text = cap_text(&"é".repeat(100), 9);
+        assert!(text.starts_with("éé"), "{text}");
+        assert!(text.contains("[clover-sandbox: 191 bytes of output left out]"));
+        assert!(text.ends_with('é') && text.len() < 80, "{text}");
     }
 
     #[test]

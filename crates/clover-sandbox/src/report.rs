@@ -14,6 +14,8 @@ use clover_protocol::{FileCoverage, LineRanges, TestCase, TestOutcome};
 use quick_xml::events::{BytesStart, Event};
 use quick_xml::Reader;
 
+use crate::capture::{cap_text, HeadTail};
+
 /// A report that could not be read.
 #[derive(Debug, thiserror::Error)]
 pub enum ReportError {
@@ -52,16 +54,38 @@ fn attr(reader: &Reader<&[u8]>, e: &BytesStart, key: &[u8]) -> Result<Option<Str
     Ok(None)
 }
 
+/// Bytes kept of one test's message, and of each text it is made of: the head and the tail,
+/// with the cut said between them. The test writes these texts (an exception's message can
+/// be any size), and each ends up in a result line.
+const MESSAGE_BYTES: usize = 16 * 1024;
+/// Bytes of messages kept from one report; once they are spent, each further message keeps
+/// [`LATE_MESSAGE_BYTES`]. With [`NAME_BYTES`] this bounds a result line at about 1 MiB for
+/// a file of a few hundred tests.
+const REPORT_MESSAGE_BYTES: usize = 512 * 1024;
+const LATE_MESSAGE_BYTES: usize = 512;
+/// Bytes kept of a test's name and of its class name (a parametrized test's name holds its
+/// parameters).
+const NAME_BYTES: usize = 1024;
+
 /// Merges what one `<failure>`, `<error>` or `<skipped>` said.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Problem {
     message: Option<String>,
-    text: String,
+    /// The element's text, capped while it is read.
+    text: HeadTail,
 }
 
 impl Problem {
-    fn render(&self) -> String {
-        let text = self.text.trim();
+    fn new(message: Option<String>) -> Problem {
+        Problem {
+            message: message.map(|m| cap_text(&m, MESSAGE_BYTES)),
+            text: HeadTail::new(MESSAGE_BYTES),
+        }
+    }
+
+    fn render(self) -> String {
+        let text = self.text.finish().text();
+        let text = text.trim();
         match self.message.as_deref().map(str::trim) {
             Some(m) if !m.is_empty() => {
                 // GoogleTest repeats the message as the text; pytest puts the traceback there.
@@ -100,25 +124,33 @@ impl Case {
         }
     }
 
-    fn into_test_case(self) -> TestCase {
+    /// The test case, its message capped to what is left of the report's `budget`.
+    fn into_test_case(self, budget: &mut usize) -> TestCase {
         let outcome = self.outcome();
+        let skipped = if outcome == TestOutcome::Skipped {
+            self.skipped
+        } else {
+            Vec::new()
+        };
         let parts: Vec<String> = self
             .failures
-            .iter()
-            .chain(&self.errors)
-            .chain(if outcome == TestOutcome::Skipped {
-                &self.skipped[..]
-            } else {
-                &[]
-            })
+            .into_iter()
+            .chain(self.errors)
+            .chain(skipped)
             .map(Problem::render)
             .filter(|m| !m.is_empty())
             .collect();
+        let message = (!parts.is_empty()).then(|| {
+            let cap = MESSAGE_BYTES.min(*budget).max(LATE_MESSAGE_BYTES);
+            let m = cap_text(&parts.join("\n\n"), cap);
+            *budget = budget.saturating_sub(m.len());
+            m
+        });
         TestCase {
-            name: self.name,
-            classname: self.classname,
+            name: cap_text(&self.name, NAME_BYTES),
+            classname: cap_text(&self.classname, NAME_BYTES),
             outcome,
-            message: (!parts.is_empty()).then(|| parts.join("\n\n")),
+            message,
             duration_secs: self.time,
         }
     }
@@ -129,11 +161,12 @@ impl Case {
 /// A test reported twice in a row (pytest: the call failed and the teardown errored) comes
 /// out once: failed, with both messages. Disabled GoogleTest tests and ctest's `notrun` tests
 /// are skipped ones. A report with no test cases is valid and yields none: whether that means
-/// "nothing ran" or "crashed" is the caller's cross-check with the exit status.
+/// "nothing ran" or "crashed" is the caller's cross-check with the exit status. Every text
+/// that comes out is capped, its head and tail kept and the cut said: a message at 16 KiB, all
+/// messages of the report at 512 KiB (later ones at 512 bytes each), a name at 1 KiB.
 pub fn parse_junit(xml: &[u8]) -> Result<Vec<TestCase>, ReportError> {
     let mut reader = Reader::from_reader(xml);
     reader.config_mut().check_end_names = true;
-    let mut buf = Vec::new();
     let mut cases: Vec<Case> = Vec::new();
     let mut current: Option<Case> = None;
     // Which child of <testcase> text goes to: 0 failure, 1 error, 2 skipped.
@@ -141,9 +174,8 @@ pub fn parse_junit(xml: &[u8]) -> Result<Vec<TestCase>, ReportError> {
     let mut seen_root = false;
     let mut open: Vec<Vec<u8>> = Vec::new();
     loop {
-        let ev = reader
-            .read_event_into(&mut buf)
-            .map_err(|e| xml_err(&reader, e))?;
+        // Events borrow from the report: a huge text is not copied before it is capped.
+        let ev = reader.read_event().map_err(|e| xml_err(&reader, e))?;
         match ev {
             Event::Start(ref e) | Event::Empty(ref e) => {
                 let empty = matches!(ev, Event::Empty(_));
@@ -186,10 +218,7 @@ pub fn parse_junit(xml: &[u8]) -> Result<Vec<TestCase>, ReportError> {
                             b"error" => 1,
                             _ => 2,
                         };
-                        let p = Problem {
-                            message: attr(&reader, e, b"message")?,
-                            text: String::new(),
-                        };
+                        let p = Problem::new(attr(&reader, e, b"message")?);
                         problems(current.as_mut().expect("checked"), kind).push(p);
                         if !empty {
                             problem = Some(kind);
@@ -226,7 +255,6 @@ pub fn parse_junit(xml: &[u8]) -> Result<Vec<TestCase>, ReportError> {
             Event::Eof => break,
             _ => {}
         }
-        buf.clear();
     }
     if !seen_root {
         return Err(ReportError::Empty);
@@ -249,7 +277,7 @@ fn problems(c: &mut Case, kind: u8) -> &mut Vec<Problem> {
 
 fn push_text(c: &mut Case, kind: u8, s: &str) {
     if let Some(p) = problems(c, kind).last_mut() {
-        p.text.push_str(s);
+        p.text.push(s.as_bytes());
     }
 }
 
@@ -267,7 +295,10 @@ fn merge_repeats(cases: Vec<Case>) -> Vec<TestCase> {
             _ => out.push(c),
         }
     }
-    out.into_iter().map(Case::into_test_case).collect()
+    let mut budget = REPORT_MESSAGE_BYTES;
+    out.into_iter()
+        .map(|c| c.into_test_case(&mut budget))
+        .collect()
 }
 
 /// Reads the covered lines (hits > 0) per file of a Cobertura XML report, with paths made

@@ -801,3 +801,40 @@ fn a_file_of_skipped_and_xfailed_tests_is_not_a_pass() {
     assert_eq!(r.tests.len(), 3, "{:?}", r.tests);
     assert_eq!(r.outcome, Outcome::NoTestsRun, "{:?}", r.message);
 }
+
+/// A test that raises with a 20 MiB message: every text that reaches the result is capped,
+/// its head and tail kept and the cut said, and the verdict is still a plain failure.
+#[test]
+fn a_huge_exception_message_gives_a_bounded_result() {
+    let Some(sb) = sandbox() else { return };
+    let c = Case::new();
+    let test = "def test_huge():\n    raise ValueError('A' + 'B' * (20 << 20) + 'Z')\n";
+    let Some(r) = run_pytest(&c, sb, test) else {
+        return;
+    };
+    assert_eq!(r.outcome, Outcome::Failed, "{:?}", r.message);
+    assert_eq!(r.tests.len(), 1);
+    let message = r.tests[0].message.as_deref().unwrap_or_default();
+    assert!(
+        message.len() <= 20 * 1024,
+        "a {} byte message",
+        message.len()
+    );
+    assert!(
+        message.contains("bytes of output left out"),
+        "the cut is not said"
+    );
+    assert!(message.contains("ValueError: ABBB"), "the head is lost");
+    assert!(message.contains("BBBZ"), "the tail is lost");
+    let texts: usize = r
+        .tests
+        .iter()
+        .map(|t| t.name.len() + t.classname.len() + t.message.as_ref().map_or(0, String::len))
+        .sum::<usize>()
+        + r.message.as_ref().map_or(0, String::len);
+    assert!(texts < 64 * 1024, "{texts} bytes of text");
+    // Everything the run printed was capped while it was read.
+    for stream in [&r.run.stdout, &r.run.stderr] {
+        assert!(stream.bytes.len() <= Limits::default().output_bytes + 100);
+    }
+}

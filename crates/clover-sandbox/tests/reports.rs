@@ -182,3 +182,30 @@ fn executable_lines_are_every_listed_line_hit_or_not() {
     assert!(!executable.contains(&3) && !executable.contains(&4));
     assert!(cov[0].covered.iter().all(|l| cov[0].executable.contains(l)));
 }
+
+/// Many tests with long messages and long names: each text is capped, and all the messages of
+/// the report together stay near 512 KiB however many tests fail.
+#[test]
+fn texts_of_a_report_are_capped_one_by_one_and_together() {
+    let big = "x".repeat(100 * 1024);
+    let mut xml = String::from("<testsuites><testsuite>");
+    for i in 0..200 {
+        xml.push_str(&format!(
+            "<testcase classname=\"c\" name=\"t{i}{big}\"><failure message=\"m\">{big}</failure></testcase>"
+        ));
+    }
+    xml.push_str("</testsuite></testsuites>");
+    let tests = parse_junit(xml.as_bytes()).unwrap();
+    assert_eq!(tests.len(), 200);
+    assert!(tests.iter().all(|t| t.outcome == TestOutcome::Failed));
+    assert!(tests
+        .iter()
+        .all(|t| t.name.len() < 1200 && t.name.starts_with("t")));
+    let first = tests[0].message.as_deref().unwrap();
+    assert!(first.len() < 17 * 1024 && first.contains("bytes of output left out"));
+    let all: usize = tests
+        .iter()
+        .map(|t| t.message.as_ref().unwrap().len())
+        .sum();
+    assert!(all < 700 * 1024, "{all} bytes of messages");
+}
