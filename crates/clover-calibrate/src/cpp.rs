@@ -236,34 +236,37 @@ pub fn calibrate_cpp(
     }
     // A sandbox failure is no verdict on the repository: the key is forgotten and a later
     // problem tries again.
-    let run_empty = empties.by_repo.get_or_make(&repo.name, || {
-        let empty_binary = match build(EMPTY_TEST.as_bytes().to_vec())? {
-            Ok(b) => b,
-            Err(failed) => {
+    let run_empty = empties.by_repo.get_or_make(
+        &repo.name,
+        || -> Result<Result<Arc<EmptyRun>, String>, GroupError> {
+            let empty_binary = match build(EMPTY_TEST.as_bytes().to_vec())? {
+                Ok(b) => b,
+                Err(failed) => {
+                    return Ok(Err(format!(
+                        "a file of one empty TEST does not build: {}",
+                        failed.message.unwrap_or_default()
+                    )))
+                }
+            };
+            let r = empty_binary
+                .run(sandbox, &[], limits)
+                .map_err(|e| err(problem, e.to_string()))?;
+            if r.outcome != Outcome::Passed {
                 return Ok(Err(format!(
-                    "a file of one empty TEST does not build: {}",
-                    failed.message.unwrap_or_default()
-                )))
+                    "a file of one empty TEST does not pass: {:?}: {}",
+                    r.outcome,
+                    r.message.unwrap_or_default()
+                )));
             }
-        };
-        let r = empty_binary
-            .run(sandbox, &[], limits)
-            .map_err(|e| err(problem, e.to_string()))?;
-        if r.outcome != Outcome::Passed {
-            return Ok(Err(format!(
-                "a file of one empty TEST does not pass: {:?}: {}",
-                r.outcome,
-                r.message.unwrap_or_default()
-            )));
-        }
-        if let Err(why) = measured(&r, "a file of one empty TEST") {
-            return Ok(Err(why));
-        }
-        Ok(Ok(Arc::new(EmptyRun {
-            covered: to_map(&r.coverage),
-            executable: to_map(&r.executable),
-        })))
-    })?;
+            if let Err(why) = measured(&r, "a file of one empty TEST") {
+                return Ok(Err(why));
+            }
+            Ok(Ok(Arc::new(EmptyRun {
+                covered: to_map(&r.coverage),
+                executable: to_map(&r.executable),
+            })))
+        },
+    )?;
     let empty = match run_empty {
         Some(Ok(run)) => {
             analysis::merge_lines(&mut executable, &run.executable);

@@ -70,8 +70,8 @@ mod spec;
 
 pub use capture::Captured;
 pub use error::SandboxError;
-pub use once::OnceMap;
 pub use fs::check_relative;
+pub use once::OnceMap;
 pub use sandbox::Sandbox;
 pub use spec::{
     Collected, CollectedFile, ExitStatus, LimitBackend, Limits, RepoView, RunOutput, RunSpec,
