@@ -17,24 +17,39 @@
 //!   (with `CLOVER_INSTANCE_ID`, `CLOVER_TASK` and `CLOVER_SETTING` in its environment).
 //!
 //! A model that gives no answer still yields a response: `text` is empty and `error` says why,
-//! so nothing is dropped and sandbox-run records it as `no_code`. Responses come out in input
-//! order whatever the concurrency, so a run is reproducible byte for byte with a deterministic
-//! model; `--resume` skips response ids already written and `--shard` splits by instance id
-//! (the chunks of one C++ source by the id of their whole file, so they stay together).
+//! so nothing is dropped. A failed call is the server's failure, not the model's: the binary
+//! exits 3 when any response holds an error, and a run whose first [`STOP_AFTER_FAILURES`]
+//! responses all failed in a way every request would (a 4xx other than 408/429, a server
+//! never reached) stops there ([`GenerateError::ServerUnusable`]) instead of asking the rest.
 //!
-//! Each response carries the instance's `exec` and `scoring`, unchanged, on to the later
-//! stages.
+//! Responses come out in input order whatever the concurrency, so a run is reproducible byte
+//! for byte with a deterministic model. `--resume` skips response ids already written and,
+//! unless `--no-retry-errors`, first takes the responses that ended in an error out of the
+//! file to ask them again ([`prepare_resume`]); it refuses a file that another model or other
+//! settings wrote ([`SettingsMismatch`]). `--shard` splits by instance id (the chunks of one
+//! C++ source by the id of their whole file, so they stay together).
+//!
+//! Each response records what produced it in `generation` ([`Model::generation`]): the
+//! adapter, the model name as sent, the base URL, the sampling and seed, the server's
+//! `finish_reason` and token usage, the attempts, and the call's `duration_secs`. The response
+//! id is `<instance id>@<model>`, where the model is `--label` or the full served name, `/`
+//! and all: ids are compared whole, never split. Each response carries the instance's `exec`
+//! and `scoring`, unchanged, on to the later stages.
 //!
 //! It deliberately does not look inside answers: extracting code and building the candidate
 //! test is `clover_score`'s job, done where the candidate is run.
 
 mod model;
 mod openai;
+mod resume;
 mod run;
 
 pub use model::{
     baseline_answer, oracle_answer, prompt_messages, task_name, AnswerError, Baseline,
     CommandModel, Model, SamplingPlan,
 };
-pub use openai::{parse_completion, ChatClient, ChatConfig, ChatError, Sampling};
-pub use run::{generate, respond, response_id, Summary};
+pub use openai::{
+    parse_completion, ChatClient, ChatConfig, ChatError, Completion, ParsedCompletion, Sampling,
+};
+pub use resume::{prepare_resume, ResumeFound, SettingsMismatch};
+pub use run::{generate, respond, response_id, GenerateError, Summary, STOP_AFTER_FAILURES};

@@ -4,10 +4,13 @@ use std::ffi::OsString;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use anyhow::{bail, Context};
+use anyhow::Context;
 use clap::{Parser, ValueEnum};
-use clover_generate::{Baseline, ChatClient, ChatConfig, CommandModel, Model, SamplingPlan};
-use clover_protocol::{finish_main, StageArgs, StageIo, Task};
+use clover_generate::{
+    prepare_resume, Baseline, ChatClient, ChatConfig, CommandModel, Model, SamplingPlan,
+    SettingsMismatch,
+};
+use clover_protocol::{exit, finish_main, StageArgs, StageIo, Task};
 
 const TOOL: &str = "clover-generate";
 
@@ -22,7 +25,7 @@ struct Cli {
     #[arg(long, value_enum)]
     model: ModelKind,
     /// The name written in each response's `model` field and id (default: the model kind, or
-    /// --model-name for openai).
+    /// the full --model-name for openai, `/` included).
     #[arg(long, value_name = "NAME")]
     label: Option<String>,
     /// openai: the API root, e.g. http://127.0.0.1:8000/v1.
@@ -38,6 +41,9 @@ struct Cli {
     temperature: f64,
     #[arg(long, default_value_t = 1.0)]
     top_p: f64,
+    /// openai: the `seed` sent with each request (servers that honour it sample reproducibly).
+    #[arg(long, value_name = "N")]
+    seed: Option<u64>,
     /// Max new tokens: `N` for every task, or `TASK=N` (assertion_cloze, targeted_test,
     /// coverage_test, cpp_unit_test). Defaults: 200 for Task I, 4000 for the others.
     #[arg(long, value_name = "[TASK=]N")]
@@ -54,6 +60,12 @@ struct Cli {
     /// openai: the first retry's wait; it doubles with each further retry (up to 60 s).
     #[arg(long, default_value_t = 1000, value_name = "MS")]
     backoff_ms: u64,
+    /// With --resume: ask again for the responses that ended in an error (the default).
+    #[arg(long, overrides_with = "no_retry_errors")]
+    retry_errors: bool,
+    /// With --resume: keep the responses that ended in an error as they are.
+    #[arg(long, overrides_with = "retry_errors")]
+    no_retry_errors: bool,
     /// cmd: the command and its arguments, after `--`.
     #[arg(last = true, value_name = "COMMAND")]
     command: Vec<OsString>,
@@ -73,16 +85,47 @@ enum ModelKind {
     Cmd,
 }
 
+/// A flag missing or invalid: exit 2, as docs/ERRORS.md says for bad usage.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+struct Usage(String);
+
+macro_rules! usage {
+    ($($arg:tt)*) => {
+        return Err(Usage(format!($($arg)*)).into())
+    };
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    finish_main(TOOL, run(cli))
+    let result = run(cli);
+    // Flags that do not fit the run, or do not fit the file --resume adds to, are bad usage.
+    if let Some(e) = result.as_ref().err().filter(|e| {
+        e.downcast_ref::<Usage>().is_some() || e.downcast_ref::<SettingsMismatch>().is_some()
+    }) {
+        eprintln!("{TOOL}: error: {e}");
+        return ExitCode::from(exit::USAGE);
+    }
+    finish_main(TOOL, result)
 }
 
 fn run(cli: Cli) -> anyhow::Result<u8> {
     let (model, default_name) = build_model(&cli)?;
     let name = cli.label.clone().unwrap_or(default_name);
-    if name.is_empty() || name.contains('@') || name.contains('/') {
-        bail!("model name `{name}` must be non-empty and hold neither `@` nor `/`; choose one with --label");
+    // `@` is where a response id's instance id ends and its model begins.
+    if name.is_empty() || name.contains('@') {
+        usage!("model name `{name}` must be non-empty and hold no `@`; choose one with --label");
+    }
+    let mut kept_errors = 0;
+    if let (true, Some(output)) = (cli.stage.resume, &cli.stage.output) {
+        let found = prepare_resume(output, &model, &name, !cli.no_retry_errors)?;
+        kept_errors = found.kept_errors;
+        if found.retried > 0 {
+            eprintln!(
+                "{TOOL}: {} response(s) that ended in an error will be asked again (--no-retry-errors keeps them)",
+                found.retried
+            );
+        }
     }
     let mut io = StageIo::open(TOOL, &cli.stage).context("opening input and output")?;
     let summary = clover_generate::generate(&mut io, &model, &name, cli.concurrency)?;
@@ -90,16 +133,26 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         "{TOOL}: {} response(s) from {name}, {} with an error, {} already done",
         summary.written, summary.errors, summary.skipped
     );
-    Ok(io.finish()?)
+    let code = io.finish()?;
+    let errors = summary.errors + kept_errors;
+    if errors > 0 {
+        eprintln!(
+            "{TOOL}: {errors} response(s) hold an error instead of an answer; rerun with --resume to ask for them again"
+        );
+        return Ok(code.max(exit::BAD_RECORDS));
+    }
+    Ok(code)
 }
 
 fn build_model(cli: &Cli) -> anyhow::Result<(Model, String)> {
-    let timeout = Duration::try_from_secs_f64(cli.timeout_secs)
+    let Some(timeout) = Duration::try_from_secs_f64(cli.timeout_secs)
         .ok()
         .filter(|d| !d.is_zero())
-        .context("--timeout-secs must be a positive number of seconds")?;
+    else {
+        usage!("--timeout-secs must be a positive number of seconds");
+    };
     if cli.model != ModelKind::Cmd && !cli.command.is_empty() {
-        bail!("a command after `--` is only for --model cmd");
+        usage!("a command after `--` is only for --model cmd");
     }
     Ok(match cli.model {
         ModelKind::Oracle => (Model::Oracle, "oracle".into()),
@@ -110,7 +163,7 @@ fn build_model(cli: &Cli) -> anyhow::Result<(Model, String)> {
         ModelKind::AssertTrue => (Model::Baseline(Baseline::AssertTrue), "assert-true".into()),
         ModelKind::Cmd => {
             if cli.command.is_empty() {
-                bail!(
+                usage!(
                     "--model cmd needs a command after `--`, e.g. --model cmd -- ./my-model --fast"
                 );
             }
@@ -123,14 +176,17 @@ fn build_model(cli: &Cli) -> anyhow::Result<(Model, String)> {
             )
         }
         ModelKind::Openai => {
-            let base_url = cli
-                .base_url
-                .clone()
-                .context("--model openai needs --base-url, e.g. http://127.0.0.1:8000/v1")?;
-            let model_name = cli
-                .model_name
-                .clone()
-                .context("--model openai needs --model-name, the model the server serves")?;
+            let Some(base_url) = cli.base_url.clone() else {
+                usage!("--model openai needs --base-url, e.g. http://127.0.0.1:8000/v1");
+            };
+            if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
+                usage!(
+                    "--base-url `{base_url}` must start with http:// or https://, e.g. http://{base_url}"
+                );
+            }
+            let Some(model_name) = cli.model_name.clone().filter(|m| !m.is_empty()) else {
+                usage!("--model openai needs --model-name, the model the server serves");
+            };
             let api_key = std::env::var(&cli.api_key_env)
                 .ok()
                 .filter(|k| !k.is_empty());
@@ -146,19 +202,19 @@ fn build_model(cli: &Cli) -> anyhow::Result<(Model, String)> {
             let mut sampling = SamplingPlan {
                 temperature: cli.temperature,
                 top_p: cli.top_p,
+                seed: cli.seed,
                 ..SamplingPlan::default()
             };
             for spec in &cli.max_tokens {
                 apply_max_tokens(&mut sampling, spec)?;
             }
-            // The name keeps what a path-like served name ends with (`org/model` → `model`),
-            // since `/` separates fields of score ids.
-            let label = model_name
-                .rsplit('/')
-                .next()
-                .unwrap_or(&model_name)
-                .to_string();
-            (Model::OpenAi { client, sampling }, label)
+            (
+                Model::OpenAi {
+                    client: Box::new(client),
+                    sampling,
+                },
+                model_name,
+            )
         }
     })
 }
@@ -169,7 +225,11 @@ fn apply_max_tokens(plan: &mut SamplingPlan, spec: &str) -> anyhow::Result<()> {
             .parse::<u32>()
             .ok()
             .filter(|&n| n > 0)
-            .with_context(|| format!("--max-tokens `{spec}`: `{n}` is not a positive number"))
+            .ok_or_else(|| {
+                Usage(format!(
+                    "--max-tokens `{spec}`: `{n}` is not a positive number"
+                ))
+            })
     };
     match spec.split_once('=') {
         None => {
@@ -181,9 +241,9 @@ fn apply_max_tokens(plan: &mut SamplingPlan, spec: &str) -> anyhow::Result<()> {
         Some((task, n)) => {
             let task: Task = serde_json::from_value(serde_json::Value::String(task.trim().into()))
                 .map_err(|_| {
-                    anyhow::anyhow!(
+                    Usage(format!(
                         "--max-tokens `{spec}`: unknown task `{task}`; use assertion_cloze, targeted_test, coverage_test or cpp_unit_test"
-                    )
+                    ))
                 })?;
             plan.max_tokens.insert(task, parse(n)?);
         }

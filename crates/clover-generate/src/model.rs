@@ -6,7 +6,7 @@ use std::io::{Read, Write};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use clover_protocol::{Instance, Message, Task, JOIN_APPEND};
+use clover_protocol::{Generation, Instance, Message, Task, JOIN_APPEND};
 
 use crate::openai::{ChatClient, ChatError, Sampling};
 
@@ -31,6 +31,7 @@ pub struct SamplingPlan {
     pub temperature: f64,
     pub top_p: f64,
     pub max_tokens: BTreeMap<Task, u32>,
+    pub seed: Option<u64>,
 }
 
 impl Default for SamplingPlan {
@@ -46,6 +47,7 @@ impl Default for SamplingPlan {
             ]
             .into_iter()
             .collect(),
+            seed: None,
         }
     }
 }
@@ -56,6 +58,7 @@ impl SamplingPlan {
             temperature: self.temperature,
             top_p: self.top_p,
             max_tokens: self.max_tokens.get(&task).copied().unwrap_or(4000),
+            seed: self.seed,
         }
     }
 }
@@ -74,7 +77,8 @@ pub enum Model {
     Oracle,
     Baseline(Baseline),
     OpenAi {
-        client: ChatClient,
+        // Boxed: a client is large beside the other models.
+        client: Box<ChatClient>,
         sampling: SamplingPlan,
     },
     Command(CommandModel),
@@ -95,17 +99,71 @@ pub enum AnswerError {
     NotUtf8,
 }
 
+impl AnswerError {
+    /// Whether every other instance would fail the same way ([`ChatError::would_fail_again`]).
+    pub fn would_fail_again(&self) -> bool {
+        matches!(self, AnswerError::Chat(e) if e.would_fail_again())
+    }
+}
+
 impl Model {
-    /// Answers one instance.
-    pub fn answer(&self, instance: &Instance) -> Result<String, AnswerError> {
+    /// What a response to a `task` instance records of this model's settings; a resumed run
+    /// must have the same. The outcome fields (finish reason, usage, attempts, status,
+    /// duration) are left empty for [`Model::answer`] to fill in.
+    pub fn generation(&self, task: Task) -> Generation {
+        let adapter = match self {
+            Model::Oracle => "oracle",
+            Model::Baseline(Baseline::CopyOperand) => "copy-operand",
+            Model::Baseline(Baseline::AssertTrue) => "assert-true",
+            Model::OpenAi { .. } => "openai",
+            Model::Command(_) => "cmd",
+        };
+        let mut g = Generation {
+            adapter: adapter.into(),
+            ..Generation::default()
+        };
+        if let Model::OpenAi { client, sampling } = self {
+            let s = sampling.for_task(task);
+            g.model_name = Some(client.config().model_name.clone());
+            g.base_url = Some(client.config().base_url.clone());
+            g.temperature = Some(s.temperature);
+            g.top_p = Some(s.top_p);
+            g.max_tokens = Some(s.max_tokens);
+            g.seed = s.seed;
+        }
+        g
+    }
+
+    /// Answers one instance, and writes into `generation` what the call reported.
+    pub fn answer(
+        &self,
+        instance: &Instance,
+        generation: &mut Generation,
+    ) -> Result<String, AnswerError> {
         match self {
             Model::Oracle => Ok(oracle_answer(instance)),
             Model::Baseline(b) => Ok(baseline_answer(*b, instance)),
             Model::OpenAi { client, sampling } => {
                 let messages = prompt_messages(instance);
-                Ok(client.complete(&messages, sampling.for_task(instance.task))?)
+                match client.complete(&messages, sampling.for_task(instance.task)) {
+                    Ok(c) => {
+                        generation.finish_reason = c.finish_reason;
+                        generation.usage = c.usage;
+                        generation.attempts = c.attempts;
+                        generation.http_status = Some(c.http_status);
+                        Ok(c.text)
+                    }
+                    Err(e) => {
+                        generation.attempts = e.attempts();
+                        generation.http_status = e.http_status();
+                        Err(e.into())
+                    }
+                }
             }
-            Model::Command(c) => run_command(c, instance),
+            Model::Command(c) => {
+                generation.attempts = 1;
+                run_command(c, instance)
+            }
         }
     }
 }
@@ -328,10 +386,25 @@ mod tests {
             i
         };
         let (first, second) = (chunk(0), chunk(1));
-        assert_eq!(Model::Oracle.answer(&first).unwrap(), "TEST(A, B) {}\n");
-        assert_eq!(Model::Oracle.answer(&second).unwrap(), "");
+        assert_eq!(
+            Model::Oracle
+                .answer(&first, &mut Generation::default())
+                .unwrap(),
+            "TEST(A, B) {}\n"
+        );
+        assert_eq!(
+            Model::Oracle
+                .answer(&second, &mut Generation::default())
+                .unwrap(),
+            ""
+        );
         let whole = instance(Task::CppUnitTest, "TEST(A, B) {}\n");
-        assert_eq!(Model::Oracle.answer(&whole).unwrap(), "TEST(A, B) {}\n");
+        assert_eq!(
+            Model::Oracle
+                .answer(&whole, &mut Generation::default())
+                .unwrap(),
+            "TEST(A, B) {}\n"
+        );
         let (a, b) = (
             baseline_answer(Baseline::CopyOperand, &first),
             baseline_answer(Baseline::CopyOperand, &second),

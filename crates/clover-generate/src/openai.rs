@@ -1,13 +1,18 @@
 //! A blocking client for OpenAI-compatible chat completions (`POST {base}/chat/completions`).
 //!
 //! It retries what a server means to be retried — 429 and 5xx, honouring `Retry-After` — and
-//! transport failures (refused connections, timeouts), with exponential backoff. A 4xx other
+//! transport failures (timeouts, a dropped connection), with exponential backoff. A 4xx other
 //! than 429 and a 2xx whose body is not a chat completion are final: asking again would get
-//! the same answer.
+//! the same answer. So is a server that refuses the connection or whose host does not resolve
+//! before this client ever reached it: that is a wrong `--base-url` or a server not started,
+//! and minutes of backoff would not change it ([`ChatError::would_fail_again`]). Once the
+//! server has answered, a refused connection is a restart and is retried like a timeout.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
-use clover_protocol::Message;
+use clover_protocol::{Message, TokenUsage};
 use serde_json::{json, Value};
 
 /// The longest wait a `Retry-After` header can impose; a server asking for more is answered
@@ -40,6 +45,20 @@ pub struct Sampling {
     pub temperature: f64,
     pub top_p: f64,
     pub max_tokens: u32,
+    /// Sent as `seed` when set (servers that honour it sample reproducibly).
+    pub seed: Option<u64>,
+}
+
+/// A chat completion and what the server said about it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Completion {
+    /// The first choice's message content.
+    pub text: String,
+    pub finish_reason: Option<String>,
+    pub usage: Option<TokenUsage>,
+    /// Requests sent, retries included.
+    pub attempts: u32,
+    pub http_status: u16,
 }
 
 /// Why a chat completion could not be had.
@@ -53,6 +72,12 @@ pub enum ChatError {
     },
     #[error("request failed after {attempts} attempt(s): {message}")]
     Transport { attempts: u32, message: String },
+    #[error("cannot reach the server at {url}: {message}")]
+    Unreachable {
+        url: String,
+        attempts: u32,
+        message: String,
+    },
     #[error("malformed response from the server: {message}")]
     Malformed { message: String },
     #[error(
@@ -61,16 +86,52 @@ pub enum ChatError {
     RetryAfterTooLong { secs: u64 },
 }
 
+impl ChatError {
+    /// Whether asking again, for this or any other prompt, would fail the same way: a 4xx
+    /// other than 408 and 429 (a wrong model name, path or key, a request the server rejects)
+    /// or a server never reached. A run whose first answers all fail so stops early.
+    pub fn would_fail_again(&self) -> bool {
+        match self {
+            ChatError::Status { status, .. } => {
+                (400..500).contains(status) && *status != 408 && *status != 429
+            }
+            ChatError::Unreachable { .. } => true,
+            _ => false,
+        }
+    }
+
+    /// Requests sent before giving up.
+    pub fn attempts(&self) -> u32 {
+        match self {
+            ChatError::Status { attempts, .. }
+            | ChatError::Transport { attempts, .. }
+            | ChatError::Unreachable { attempts, .. } => *attempts,
+            ChatError::Malformed { .. } | ChatError::RetryAfterTooLong { .. } => 1,
+        }
+    }
+
+    /// The HTTP status of the last answer, when a server answered.
+    pub fn http_status(&self) -> Option<u16> {
+        match self {
+            ChatError::Status { status, .. } => Some(*status),
+            _ => None,
+        }
+    }
+}
+
 /// One endpoint, shared by every worker thread (the agent pools connections).
 #[derive(Debug, Clone)]
 pub struct ChatClient {
     agent: ureq::Agent,
     url: String,
     config: ChatConfig,
+    /// Whether any request of this client got an HTTP answer: after that, a refused
+    /// connection is a restarting server and worth a retry.
+    reached: Arc<AtomicBool>,
 }
 
 enum Attempt {
-    Done(String),
+    Done(Completion),
     Retry {
         error: ChatError,
         after: Option<Duration>,
@@ -99,6 +160,7 @@ impl ChatClient {
             agent: builder.build().into(),
             url,
             config,
+            reached: Arc::new(AtomicBool::new(false)),
         }
     }
 
@@ -107,9 +169,18 @@ impl ChatClient {
         &self.url
     }
 
-    /// The assistant's text for `messages`, after as many retries as the config allows.
-    pub fn complete(&self, messages: &[Message], sampling: Sampling) -> Result<String, ChatError> {
-        let body = json!({
+    /// What this client was configured with.
+    pub fn config(&self) -> &ChatConfig {
+        &self.config
+    }
+
+    /// The assistant's answer to `messages`, after as many retries as the config allows.
+    pub fn complete(
+        &self,
+        messages: &[Message],
+        sampling: Sampling,
+    ) -> Result<Completion, ChatError> {
+        let mut body = json!({
             "model": self.config.model_name,
             "messages": messages
                 .iter()
@@ -118,13 +189,16 @@ impl ChatClient {
             "temperature": sampling.temperature,
             "top_p": sampling.top_p,
             "max_tokens": sampling.max_tokens,
-        })
-        .to_string();
+        });
+        if let Some(seed) = sampling.seed {
+            body["seed"] = json!(seed);
+        }
+        let body = body.to_string();
         let mut attempt = 0u32;
         loop {
             attempt += 1;
             match self.attempt(&body, attempt) {
-                Attempt::Done(text) => return Ok(text),
+                Attempt::Done(completion) => return Ok(completion),
                 Attempt::Fail(e) => return Err(e),
                 Attempt::Retry { error, after } => {
                     if attempt > self.config.max_retries {
@@ -152,6 +226,21 @@ impl ChatClient {
             .min(self.config.max_backoff)
     }
 
+    /// Whether `e` says the server cannot be reached at all (refused, no such host, a URL
+    /// that is not one) while no request of this client ever reached it.
+    fn never_reached(&self, e: &ureq::Error) -> bool {
+        let unreachable = match e {
+            ureq::Error::HostNotFound | ureq::Error::ConnectionFailed => true,
+            ureq::Error::BadUri(_) | ureq::Error::Http(_) => true,
+            ureq::Error::Io(io) => matches!(
+                io.kind(),
+                std::io::ErrorKind::ConnectionRefused | std::io::ErrorKind::AddrNotAvailable
+            ),
+            _ => false,
+        };
+        unreachable && !self.reached.load(Ordering::Relaxed)
+    }
+
     fn attempt(&self, body: &str, attempts: u32) -> Attempt {
         let mut request = self
             .agent
@@ -162,6 +251,13 @@ impl ChatClient {
         }
         let mut response = match request.send(body) {
             Ok(r) => r,
+            Err(e) if self.never_reached(&e) => {
+                return Attempt::Fail(ChatError::Unreachable {
+                    url: self.url.clone(),
+                    attempts,
+                    message: e.to_string(),
+                })
+            }
             Err(e) => {
                 return Attempt::Retry {
                     error: ChatError::Transport {
@@ -172,6 +268,7 @@ impl ChatClient {
                 }
             }
         };
+        self.reached.store(true, Ordering::Relaxed);
         let status = response.status().as_u16();
         let retry_after = response
             .headers()
@@ -192,7 +289,13 @@ impl ChatClient {
         };
         if (200..300).contains(&status) {
             return match parse_completion(&text) {
-                Ok(t) => Attempt::Done(t),
+                Ok(parsed) => Attempt::Done(Completion {
+                    text: parsed.text,
+                    finish_reason: parsed.finish_reason,
+                    usage: parsed.usage,
+                    attempts,
+                    http_status: status,
+                }),
                 Err(message) => Attempt::Fail(ChatError::Malformed { message }),
             };
         }
@@ -219,21 +322,47 @@ fn parse_retry_after(v: &str) -> Option<Duration> {
     (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs.min(1e6)))
 }
 
-/// The first choice's message content of a chat-completions body.
-pub fn parse_completion(body: &str) -> Result<String, String> {
+/// What a chat-completions body says: the first choice's message content, why it ended, and
+/// the token counts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ParsedCompletion {
+    pub text: String,
+    pub finish_reason: Option<String>,
+    pub usage: Option<TokenUsage>,
+}
+
+/// Reads a chat-completions body; `finish_reason` and `usage` are optional, as some servers
+/// leave them out.
+pub fn parse_completion(body: &str) -> Result<ParsedCompletion, String> {
     let v: Value = serde_json::from_str(body)
         .map_err(|e| format!("body is not JSON ({e}): {}", snippet(body)))?;
     let choice = v
         .get("choices")
         .and_then(|c| c.get(0))
         .ok_or_else(|| format!("no `choices[0]` in the body: {}", snippet(body)))?;
-    match choice.get("message").and_then(|m| m.get("content")) {
-        Some(Value::String(s)) => Ok(s.clone()),
-        _ => Err(format!(
-            "no string `choices[0].message.content` in the body: {}",
-            snippet(body)
-        )),
-    }
+    let text = match choice.get("message").and_then(|m| m.get("content")) {
+        Some(Value::String(s)) => s.clone(),
+        _ => {
+            return Err(format!(
+                "no string `choices[0].message.content` in the body: {}",
+                snippet(body)
+            ))
+        }
+    };
+    let usage = v.get("usage").and_then(|u| {
+        Some(TokenUsage {
+            prompt_tokens: u.get("prompt_tokens")?.as_u64()?,
+            completion_tokens: u.get("completion_tokens")?.as_u64()?,
+        })
+    });
+    Ok(ParsedCompletion {
+        text,
+        finish_reason: choice
+            .get("finish_reason")
+            .and_then(Value::as_str)
+            .map(str::to_string),
+        usage,
+    })
 }
 
 /// The start of a body, for error messages.
@@ -269,7 +398,22 @@ mod tests {
     #[test]
     fn parses_completions_and_rejects_the_rest() {
         let ok = r#"{"choices":[{"message":{"role":"assistant","content":"hi"}}]}"#;
-        assert_eq!(parse_completion(ok).unwrap(), "hi");
+        let parsed = parse_completion(ok).unwrap();
+        assert_eq!(
+            (parsed.text.as_str(), parsed.finish_reason, parsed.usage),
+            ("hi", None, None)
+        );
+        let full = r#"{"choices":[{"message":{"content":"x"},"finish_reason":"length"}],
+            "usage":{"prompt_tokens":12,"completion_tokens":3,"total_tokens":15}}"#;
+        let parsed = parse_completion(full).unwrap();
+        assert_eq!(parsed.finish_reason.as_deref(), Some("length"));
+        assert_eq!(
+            parsed.usage,
+            Some(TokenUsage {
+                prompt_tokens: 12,
+                completion_tokens: 3
+            })
+        );
         assert!(parse_completion("{not json")
             .unwrap_err()
             .contains("not JSON"));

@@ -3,10 +3,27 @@
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
 use std::sync::{mpsc, Arc, Mutex};
+use std::time::Instant;
 
 use clover_protocol::{Instance, RecordKind, Response, StageIo, SCHEMA_VERSION};
 
 use crate::model::Model;
+
+/// How many responses must fail, the first of a run and every one of them, in a way that
+/// asking again would not fix ([`crate::AnswerError::would_fail_again`]) before the run
+/// stops. More than one, so one prompt the server rejects (too long, say) does not end a run;
+/// few, so a wrong URL, model name or key costs seconds, not a run's worth of requests.
+pub const STOP_AFTER_FAILURES: u64 = 4;
+
+/// Why a run stopped before answering its input.
+#[derive(Debug, thiserror::Error)]
+pub enum GenerateError {
+    #[error(
+        "the first {count} requests all failed and any other would fail the same way, so the run stopped: {first}; \
+         check --base-url, --model-name and the API key, then rerun with --resume (the errors written are retried)"
+    )]
+    ServerUnusable { count: u64, first: String },
+}
 
 /// What a run did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -22,13 +39,22 @@ pub fn response_id(instance_id: &str, model: &str) -> String {
     format!("{instance_id}@{model}")
 }
 
-/// Asks `model` and wraps the answer, or the reason there is none, in a [`Response`].
-pub fn respond(model: &Model, name: &str, instance: &Instance) -> Response {
-    let (text, error) = match model.answer(instance) {
-        Ok(text) => (text, None),
-        Err(e) => (String::new(), Some(e.to_string())),
+/// Asks `model` and wraps the answer, or the reason there is none, in a [`Response`]; the
+/// second value says whether the failure would repeat for any instance.
+pub fn respond(model: &Model, name: &str, instance: &Instance) -> (Response, bool) {
+    let mut generation = model.generation(instance.task);
+    let started = Instant::now();
+    let answer = model.answer(instance, &mut generation);
+    // Only a call is timed: the oracle and the baselines answer at once, and their output
+    // stays byte for byte the same from run to run.
+    if matches!(model, Model::OpenAi { .. } | Model::Command(_)) {
+        generation.duration_secs = started.elapsed().as_secs_f64();
+    }
+    let (text, error, fatal) = match answer {
+        Ok(text) => (text, None, false),
+        Err(e) => (String::new(), Some(e.to_string()), e.would_fail_again()),
     };
-    Response {
+    let response = Response {
         kind: RecordKind::Response,
         schema_version: SCHEMA_VERSION,
         id: response_id(&instance.id, name),
@@ -39,15 +65,20 @@ pub fn respond(model: &Model, name: &str, instance: &Instance) -> Response {
         repo: instance.repo.clone(),
         text,
         error,
-        generation: Default::default(),
+        generation,
         exec: instance.exec.clone(),
         scoring: instance.scoring.clone(),
-    }
+    };
+    (response, fatal)
 }
 
 /// Answers every instance of `io`'s input with `concurrency` workers and writes the responses
 /// in input order. At most `4 × concurrency` instances are in flight or waiting to be written,
 /// so memory stays bounded however long one request takes.
+///
+/// When the first [`STOP_AFTER_FAILURES`] responses all failed in a way any request would
+/// ([`crate::AnswerError::would_fail_again`]), no further instance is asked: what is written
+/// stays and the run ends with [`GenerateError::ServerUnusable`].
 pub fn generate(
     io: &mut StageIo,
     model: &Model,
@@ -61,7 +92,7 @@ pub fn generate(
     std::thread::scope(|scope| {
         let (job_tx, job_rx) = mpsc::sync_channel::<(u64, Instance)>(window as usize);
         let job_rx = Arc::new(Mutex::new(job_rx));
-        let (done_tx, done_rx) = mpsc::channel::<(u64, Response)>();
+        let (done_tx, done_rx) = mpsc::channel::<(u64, (Response, bool))>();
         for _ in 0..concurrency {
             let job_rx = Arc::clone(&job_rx);
             let done_tx = done_tx.clone();
@@ -79,7 +110,8 @@ pub fn generate(
         drop(done_tx);
         let mut job_tx = Some(job_tx);
         let (mut sent, mut written) = (0u64, 0u64);
-        let mut pending: BTreeMap<u64, Response> = BTreeMap::new();
+        let mut pending: BTreeMap<u64, (Response, bool)> = BTreeMap::new();
+        let mut fatal_from_start = 0u64;
         loop {
             while job_tx.is_some() && sent - written < window {
                 match io.next_record::<Instance>()? {
@@ -101,11 +133,24 @@ pub fn generate(
             }
             let (seq, response) = done_rx.recv()?;
             pending.insert(seq, response);
-            while let Some(response) = pending.remove(&written) {
+            while let Some((response, fatal)) = pending.remove(&written) {
                 if response.error.is_some() {
                     summary.errors += 1;
                 }
                 io.writer.write(&response)?;
+                if fatal && fatal_from_start == written {
+                    fatal_from_start += 1;
+                    if fatal_from_start == STOP_AFTER_FAILURES {
+                        if progress {
+                            eprintln!();
+                        }
+                        return Err(GenerateError::ServerUnusable {
+                            count: STOP_AFTER_FAILURES,
+                            first: response.error.unwrap_or_default(),
+                        }
+                        .into());
+                    }
+                }
                 written += 1;
                 summary.written += 1;
                 if progress {

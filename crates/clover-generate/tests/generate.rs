@@ -1,14 +1,16 @@
 //! Runs the real `clover-generate` binary: against a fake OpenAI-compatible server on loopback
-//! (429 then success, 500, timeout, malformed JSON), and with the oracle, resume and shards.
+//! (429 then success, 400/401/404, 500, slow, refused, malformed JSON), and with the oracle,
+//! resume (errors asked again, other settings refused) and shards.
 
 use std::collections::HashMap;
 use std::io::Write;
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use clover_testkit::fake_chat::{ChatReply, ChatRequest, FakeChat};
+use clover_testkit::fake_chat::{refused_url, ChatReply, ChatRequest, FakeChat};
 
 use clover_protocol::{
     ExecSpec, Instance, RecordKind, RecordReader, Response, Task, DEFAULT_MAX_LINE_BYTES,
@@ -117,21 +119,24 @@ fn answer(request: &ChatRequest, hits: &Mutex<HashMap<String, u32>>) -> ChatRepl
         },
         "429" => ChatReply::content("after the wait"),
         "500" => ChatReply::raw(500, "{\"error\":\"boom\"}"),
-        "timeout" => {
-            thread::sleep(Duration::from_secs(3));
-            ChatReply::content("too late")
-        }
+        "timeout" => ChatReply::slow(Duration::from_secs(3), ChatReply::content("too late")),
         "malformed" => ChatReply::raw(200, "{\"choices\": ["),
         "echo" => {
             let b = &request.body;
-            ChatReply::content(&format!(
-                "{} t={} p={} max={} key={}",
-                b["model"],
-                b["temperature"],
-                b["top_p"],
-                b["max_tokens"],
-                request.api_key.as_deref().unwrap_or("")
-            ))
+            ChatReply::finished(
+                &format!(
+                    "{} t={} p={} max={} seed={} key={}",
+                    b["model"],
+                    b["temperature"],
+                    b["top_p"],
+                    b["max_tokens"],
+                    b["seed"],
+                    request.api_key.as_deref().unwrap_or("")
+                ),
+                "length",
+                17,
+                123,
+            )
         }
         _ => {
             // Later instances answer sooner, so completion order differs from input order.
@@ -183,6 +188,8 @@ fn openai_adapter_retries_records_failures_and_keeps_order() {
                 "3",
                 "--max-tokens",
                 "assertion_cloze=123",
+                "--seed",
+                "7",
             ])
             .env("CLOVER_TEST_KEY", "sekrit")
             .stdin(Stdio::piped())
@@ -203,12 +210,40 @@ fn openai_adapter_retries_records_failures_and_keeps_order() {
             out.status.code().unwrap(),
         )
     };
-    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(code, 3, "some responses hold an error: {stderr}");
     let ids: Vec<&str> = responses.iter().map(|r| r.instance_id.as_str()).collect();
     let want: Vec<&str> = instances.iter().map(|i| i.id.as_str()).collect();
     assert_eq!(ids, want, "responses come out in input order");
-    assert!(responses.iter().all(|r| r.model == "fake-7b"));
-    assert_eq!(responses[0].id, "i/0@fake-7b");
+    // The model is named by its full id, `/` and all.
+    assert!(responses.iter().all(|r| r.model == "org/fake-7b"));
+    assert_eq!(responses[0].id, "i/0@org/fake-7b");
+    for r in &responses {
+        let g = &r.generation;
+        assert_eq!(g.adapter, "openai");
+        assert_eq!(g.model_name.as_deref(), Some("org/fake-7b"));
+        assert_eq!(g.base_url.as_deref(), Some(url.as_str()));
+        assert_eq!(
+            (g.temperature, g.top_p, g.seed),
+            (Some(0.2), Some(1.0), Some(7))
+        );
+        assert!(g.duration_secs > 0.0);
+    }
+    assert_eq!(responses[4].generation.max_tokens, Some(123));
+    assert_eq!(responses[5].generation.max_tokens, Some(4000));
+    assert_eq!(
+        (
+            responses[0].generation.attempts,
+            responses[0].generation.http_status
+        ),
+        (2, Some(200))
+    );
+    assert_eq!(
+        (
+            responses[1].generation.attempts,
+            responses[1].generation.http_status
+        ),
+        (3, Some(500))
+    );
 
     // 429 with Retry-After: 1, then success: one retry, after at least the asked second.
     assert_eq!(responses[0].text, "after the wait");
@@ -237,12 +272,17 @@ fn openai_adapter_retries_records_failures_and_keeps_order() {
     // Sampling parameters, the per-task max tokens and the key reach the server.
     assert_eq!(
         responses[4].text,
-        "\"org/fake-7b\" t=0.2 p=1.0 max=123 key=sekrit"
+        "\"org/fake-7b\" t=0.2 p=1.0 max=123 seed=7 key=sekrit"
     );
+    let g = &responses[4].generation;
+    assert_eq!(g.finish_reason.as_deref(), Some("length"));
+    let usage = g.usage.unwrap();
+    assert_eq!((usage.prompt_tokens, usage.completion_tokens), (17, 123));
     for (r, i) in responses[5..].iter().zip(&instances[5..]) {
         assert_eq!(r.text, format!("answer to {}", i.prompt));
     }
     assert!(stderr.contains("12 response(s)") && stderr.contains("3 with an error"));
+    assert!(stderr.contains("rerun with --resume"), "{stderr}");
 }
 
 #[test]
@@ -302,6 +342,17 @@ fn oracle_resume_and_shards() {
     assert!(stderr.contains("10 already done"), "{stderr}");
     let all = read_responses(&std::fs::read(&out).unwrap());
     assert_eq!(all.len(), 20);
+    let g = &all[0].generation;
+    assert_eq!(
+        (
+            g.adapter.as_str(),
+            g.attempts,
+            g.duration_secs,
+            &g.model_name
+        ),
+        ("assert-true", 0, 0.0, &None),
+        "a baseline makes no call and is not timed, so its output is the same on every run"
+    );
     assert_eq!(
         all[0].text, "import m\n\n\ndef test_0():\n    assert True\n",
         "the baseline keeps the declaration"
@@ -332,10 +383,313 @@ fn command_model_and_usage_errors() {
     assert_eq!(rs[1].text, "b:SECOND");
     assert_eq!(rs[1].model, "shout");
 
+    // Bad usage exits 2, as docs/ERRORS.md says.
     let (_, stderr, code) = generate(&["--model", "cmd"], "");
-    assert_eq!(code, 1);
+    assert_eq!(code, 2);
     assert!(stderr.contains("needs a command"), "{stderr}");
     let (_, stderr, code) = generate(&["--model", "openai", "--model-name", "m"], "");
-    assert_eq!(code, 1);
-    assert!(stderr.contains("--base-url"), "{stderr}");
+    assert_eq!(code, 2);
+    assert!(stderr.contains("needs --base-url"), "{stderr}");
+    let (_, stderr, code) = generate(
+        &[
+            "--model",
+            "openai",
+            "--model-name",
+            "m",
+            "--base-url",
+            "localhost:8000/v1",
+        ],
+        "",
+    );
+    assert_eq!(code, 2);
+    assert!(
+        stderr.contains("must start with http:// or https://, e.g. http://localhost:8000/v1"),
+        "{stderr}"
+    );
+    let (_, stderr, code) = generate(&["--model", "oracle", "--label", "a@b"], "");
+    assert_eq!(code, 2);
+    assert!(stderr.contains("hold no `@`"), "{stderr}");
+    // A label may hold `/`, as model ids do.
+    let (rs, _, code) = generate(
+        &["--model", "oracle", "--label", "org/oracle-v2"],
+        &jsonl(&instances),
+    );
+    assert_eq!(code, 0);
+    assert_eq!(rs[0].id, "a@org/oracle-v2");
+}
+
+/// The flags of an openai run against `url`, then `extra`.
+fn openai_args<'a>(url: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec![
+        "--model",
+        "openai",
+        "--base-url",
+        url,
+        "--model-name",
+        "org/m-1",
+        "--backoff-ms",
+        "1",
+        "--timeout-secs",
+        "10",
+    ];
+    args.extend_from_slice(extra);
+    args
+}
+
+fn numbered(n: usize, prompt: impl Fn(usize) -> String) -> Vec<Instance> {
+    (0..n)
+        .map(|k| {
+            instance(
+                &format!("r/t.py::test_{k}"),
+                Task::TargetedTest,
+                &prompt(k),
+                "ref",
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn requests_that_would_all_fail_stop_the_run_early() {
+    let input = jsonl(&numbered(30, |k| format!("write test {k}")));
+    for status in [400, 401, 403, 404] {
+        let server = FakeChat::always(move || ChatReply::error(status));
+        let url = server.url();
+        let (rs, stderr, code) = generate(
+            &openai_args(&url, &["--concurrency", "2", "--max-retries", "3"]),
+            &input,
+        );
+        assert_eq!(code, 1, "{stderr}");
+        assert!(
+            stderr
+                .contains("the first 4 requests all failed and any other would fail the same way")
+                && stderr.contains(&format!("HTTP {status}"))
+                && stderr.contains("check --base-url, --model-name and the API key"),
+            "{stderr}"
+        );
+        assert_eq!(rs.len(), 4, "what is done is written: {stderr}");
+        for r in &rs {
+            assert!(r.error.is_some());
+            assert_eq!(
+                (r.generation.attempts, r.generation.http_status),
+                (1, Some(status)),
+                "a status that would repeat is not retried"
+            );
+        }
+        // At most the in-flight window (4 × concurrency) beyond the four, never the 30.
+        assert!(server.requests() <= 4 + 8, "{} requests", server.requests());
+    }
+
+    // Nothing listens: refused at once, never retried (the server was never reached).
+    let url = refused_url();
+    let (rs, stderr, code) = generate(&openai_args(&url, &["--max-retries", "3"]), &input);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "cannot reach the server at {url}/chat/completions"
+        )),
+        "{stderr}"
+    );
+    assert_eq!(rs.len(), 4);
+    assert!(rs.iter().all(|r| r.generation.attempts == 1));
+}
+
+#[test]
+fn retryable_failures_are_retried_then_recorded_and_exit_3() {
+    let input = jsonl(&numbered(6, |k| format!("write test {k}")));
+    for status in [500, 429] {
+        let server = FakeChat::always(move || ChatReply::error(status));
+        let url = server.url();
+        let (rs, stderr, code) = generate(&openai_args(&url, &["--max-retries", "1"]), &input);
+        assert_eq!(code, 3, "{stderr}");
+        assert_eq!(
+            rs.len(),
+            6,
+            "never an early stop: the next request may succeed"
+        );
+        for r in &rs {
+            let e = r.error.as_deref().unwrap();
+            assert!(
+                e.contains(&format!("HTTP {status} after 2 attempt(s)")),
+                "{e}"
+            );
+            assert_eq!(r.generation.attempts, 2);
+        }
+        assert_eq!(server.requests(), 12);
+        assert!(
+            stderr.contains("6 response(s) hold an error instead of an answer"),
+            "{stderr}"
+        );
+    }
+}
+
+#[test]
+fn resume_asks_again_for_responses_that_ended_in_an_error() {
+    let broken = Arc::new(AtomicBool::new(true));
+    let b = Arc::clone(&broken);
+    let server = FakeChat::start(move |request| {
+        let prompt = request.message(0);
+        if b.load(Ordering::SeqCst) && prompt.contains("flaky") {
+            ChatReply::error(500)
+        } else {
+            ChatReply::content(&format!("answer to {prompt}"))
+        }
+    });
+    let url = server.url();
+    let instances = numbered(6, |k| {
+        if k % 2 == 1 {
+            format!("flaky {k}")
+        } else {
+            format!("steady {k}")
+        }
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("instances.jsonl");
+    std::fs::write(&input, jsonl(&instances)).unwrap();
+    let out = dir.path().join("responses.jsonl");
+    let (input_s, out_s) = (input.to_str().unwrap(), out.to_str().unwrap());
+    let run = |extra: &[&str]| {
+        let mut args = openai_args(&url, &["--max-retries", "0", "-o", out_s, input_s]);
+        args.extend_from_slice(extra);
+        generate(&args, "")
+    };
+
+    let (_, stderr, code) = run(&[]);
+    assert_eq!(code, 3, "{stderr}");
+    let first = std::fs::read(&out).unwrap();
+    let errors = read_responses(&first)
+        .iter()
+        .filter(|r| r.error.is_some())
+        .count();
+    assert_eq!(errors, 3);
+
+    // Kept as they are: nothing asked, and the file still holds errors, so still exit 3.
+    let (_, stderr, code) = run(&["--resume", "--no-retry-errors"]);
+    assert_eq!(code, 3, "{stderr}");
+    assert!(stderr.contains("6 already done"), "{stderr}");
+    assert_eq!(std::fs::read(&out).unwrap(), first);
+    assert_eq!(server.requests(), 6);
+
+    broken.store(false, Ordering::SeqCst);
+    let (_, stderr, code) = run(&["--resume"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stderr.contains("3 response(s) that ended in an error will be asked again"),
+        "{stderr}"
+    );
+    assert_eq!(
+        server.requests(),
+        9,
+        "only the three errors are asked again"
+    );
+    let all = read_responses(&std::fs::read(&out).unwrap());
+    let mut ids: Vec<&str> = all.iter().map(|r| r.instance_id.as_str()).collect();
+    let want: Vec<String> = [0, 2, 4, 1, 3, 5]
+        .iter()
+        .map(|k| format!("r/t.py::test_{k}"))
+        .collect();
+    assert_eq!(
+        ids, want,
+        "the good lines stay in their order, the retried ones follow"
+    );
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), 6, "each id once");
+    assert!(all.iter().all(|r| r.error.is_none()));
+    assert_eq!(all[3].text, "answer to flaky 1");
+    assert!(!dir.path().join("responses.jsonl.partial").exists());
+}
+
+#[test]
+fn resume_refuses_a_file_written_with_other_settings() {
+    let server = FakeChat::always(|| ChatReply::content("ok"));
+    let other = FakeChat::always(|| ChatReply::content("ok"));
+    let (url, other_url) = (server.url(), other.url());
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("instances.jsonl");
+    std::fs::write(&input, jsonl(&numbered(3, |k| format!("p{k}")))).unwrap();
+    let out = dir.path().join("responses.jsonl");
+    let (input_s, out_s) = (input.to_str().unwrap(), out.to_str().unwrap());
+    let run = |url: &str, extra: &[&str]| {
+        let mut args = vec![
+            "--model",
+            "openai",
+            "--base-url",
+            url,
+            "--backoff-ms",
+            "1",
+            "-o",
+            out_s,
+            "--resume",
+            input_s,
+        ];
+        args.extend_from_slice(extra);
+        generate(&args, "")
+    };
+    let same = ["--label", "coder", "--model-name", "org/a"];
+    let (_, stderr, code) = run(&url, &same);
+    assert_eq!(code, 0, "{stderr}");
+    let written = std::fs::read(&out).unwrap();
+
+    for (server_url, extra, want) in [
+        (
+            url.as_str(),
+            &["--label", "coder", "--model-name", "org/b"][..],
+            "was written with model_name `org/a` and this run has `org/b`".to_string(),
+        ),
+        (
+            url.as_str(),
+            &[
+                "--label",
+                "coder",
+                "--model-name",
+                "org/a",
+                "--temperature",
+                "0.7",
+            ][..],
+            "was written with temperature `0.2` and this run has `0.7`".to_string(),
+        ),
+        (
+            url.as_str(),
+            &["--label", "coder", "--model-name", "org/a", "--seed", "3"][..],
+            "was written with seed none and this run has `3`".to_string(),
+        ),
+        (
+            url.as_str(),
+            &["--model-name", "org/a"][..],
+            "was written with model `coder` and this run has `org/a`".to_string(),
+        ),
+        (
+            other_url.as_str(),
+            &same[..],
+            format!("was written with base_url `{url}` and this run has `{other_url}`"),
+        ),
+    ] {
+        let (_, stderr, code) = run(server_url, extra);
+        assert_eq!(code, 2, "{extra:?}: {stderr}");
+        assert!(
+            stderr.contains(&want)
+                && stderr.contains("responses.jsonl:1 (id r/t.py::test_0@coder)"),
+            "{extra:?}: {stderr}"
+        );
+        assert_eq!(
+            std::fs::read(&out).unwrap(),
+            written,
+            "the file is left alone"
+        );
+    }
+    let (_, stderr, code) = run(&url, &same);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("3 already done"), "{stderr}");
+
+    // Responses that ended in an error are asked again, so they need not match: a run
+    // against a wrong URL is repaired by resuming with the right one.
+    std::fs::remove_file(&out).unwrap();
+    let (_, stderr, code) = run(&refused_url(), &same);
+    assert_eq!(code, 3, "{stderr}");
+    let (_, stderr, code) = run(&url, &same);
+    assert_eq!(code, 0, "{stderr}");
+    let all = read_responses(&std::fs::read(&out).unwrap());
+    assert_eq!(all.len(), 3);
+    assert!(all.iter().all(|r| r.text == "ok"));
 }

@@ -1,10 +1,15 @@
 //! A chat-completions server on 127.0.0.1 for tests of the OpenAI-compatible clients (generate's
 //! adapter, score's judge): it reads each request and answers what the test's handler says.
 //! Loopback only; it stops when dropped, or after 60 s at the latest.
+//!
+//! Faults a real server shows are one call away: [`ChatReply::error`] answers an HTTP error
+//! status with an OpenAI-style error body (400 wrong model, 401 bad key, 404 wrong path, 429
+//! rate limit, 500 crash), [`ChatReply::slow`] answers late, and [`refused_url`] is an API root
+//! where nothing listens, so connections are refused.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
@@ -47,6 +52,27 @@ impl ChatReply {
         }
     }
 
+    /// A 200 whose one choice says `content`, with the `finish_reason` and `usage` a real
+    /// server sends.
+    pub fn finished(
+        content: &str,
+        finish_reason: &str,
+        prompt_tokens: u64,
+        completion_tokens: u64,
+    ) -> ChatReply {
+        let body = serde_json::json!({
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
+                         "finish_reason": finish_reason}],
+            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                      "total_tokens": prompt_tokens + completion_tokens}
+        });
+        ChatReply {
+            status: 200,
+            body: body.to_string(),
+            headers: String::new(),
+        }
+    }
+
     /// Status `status` with `body` as it is.
     pub fn raw(status: u16, body: &str) -> ChatReply {
         ChatReply {
@@ -55,6 +81,43 @@ impl ChatReply {
             headers: String::new(),
         }
     }
+
+    /// An HTTP error as OpenAI-compatible servers word it: 400 (a model the server does not
+    /// serve), 401 (a missing or wrong key), 404 (a wrong path), 429 (rate limited, with
+    /// `Retry-After: 0`), 500 and others (a crash).
+    pub fn error(status: u16) -> ChatReply {
+        let (kind, message) = match status {
+            400 => ("invalid_request_error", "The model `x` does not exist"),
+            401 => ("authentication_error", "Incorrect API key provided"),
+            404 => ("not_found_error", "Not Found"),
+            429 => ("rate_limit_error", "Rate limit reached"),
+            _ => ("server_error", "Internal server error"),
+        };
+        let body = serde_json::json!({"error": {"message": message, "type": kind, "code": status}});
+        ChatReply {
+            headers: if status == 429 {
+                "Retry-After: 0\r\n".into()
+            } else {
+                String::new()
+            },
+            ..ChatReply::raw(status, &body.to_string())
+        }
+    }
+
+    /// `reply`, after `delay` (a slow model: the client's timeout may end the attempt first).
+    pub fn slow(delay: Duration, reply: ChatReply) -> ChatReply {
+        thread::sleep(delay);
+        reply
+    }
+}
+
+/// An API root on 127.0.0.1 where nothing listens: every connection is refused. (The port was
+/// bound and closed again, so no other server of this machine holds it.)
+pub fn refused_url() -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("a loopback port");
+    let port = listener.local_addr().expect("its address").port();
+    drop(listener);
+    format!("http://127.0.0.1:{port}/v1")
 }
 
 /// The running server. Each connection is served on a thread of its own, so a handler may
@@ -63,6 +126,7 @@ impl ChatReply {
 pub struct FakeChat {
     port: u16,
     stop: Arc<AtomicBool>,
+    requests: Arc<AtomicUsize>,
 }
 
 impl FakeChat {
@@ -74,7 +138,12 @@ impl FakeChat {
         let port = listener.local_addr().expect("its address").port();
         let stop = Arc::new(AtomicBool::new(false));
         let s = Arc::clone(&stop);
-        let handler = Arc::new(handler);
+        let requests = Arc::new(AtomicUsize::new(0));
+        let counter = Arc::clone(&requests);
+        let handler = Arc::new(move |request: &ChatRequest| {
+            counter.fetch_add(1, Ordering::SeqCst);
+            handler(request)
+        });
         thread::spawn(move || {
             let deadline = Instant::now() + Duration::from_secs(60);
             while !s.load(Ordering::Relaxed) && Instant::now() < deadline {
@@ -87,12 +156,26 @@ impl FakeChat {
                 }
             }
         });
-        FakeChat { port, stop }
+        FakeChat {
+            port,
+            stop,
+            requests,
+        }
+    }
+
+    /// A server that answers every request with `reply()`.
+    pub fn always(reply: impl Fn() -> ChatReply + Send + Sync + 'static) -> FakeChat {
+        FakeChat::start(move |_| reply())
     }
 
     /// The API root to give a client: `http://127.0.0.1:PORT/v1`.
     pub fn url(&self) -> String {
         format!("http://127.0.0.1:{}/v1", self.port)
+    }
+
+    /// Requests read so far, whatever they were answered.
+    pub fn requests(&self) -> usize {
+        self.requests.load(Ordering::SeqCst)
     }
 }
 
