@@ -531,6 +531,10 @@ pub enum Outcome {
     CompileError,
     /// The run ended well but no test ran: every test was skipped or xfailed. Not a pass.
     NoTestsRun,
+    /// Nothing ran: the response holds no answer because the call for it failed (the server,
+    /// the command; `Response::error`). Not the model's doing, so score keeps it out of the
+    /// model's metrics and counts it apart.
+    ApiError,
 }
 
 /// The limit that ended a run.
