@@ -6,7 +6,7 @@ use std::collections::{HashMap, HashSet};
 
 use tree_sitter::{Node, Parser, Tree};
 
-use crate::rule::{attribute_rule, path_rule, Rule, REPORT_FOLDER};
+use crate::rule::{attribute_rule, literal_attribute_rule, path_rule, Rule, REPORT_FOLDER};
 use crate::Finding;
 
 thread_local! {
@@ -356,17 +356,12 @@ struct Walk<'a> {
 impl Walk<'_> {
     fn report(&mut self, n: Node, rule: Rule, construct: impl Into<String>) {
         let start = n.start_position();
-        let snippet = text(n, self.src).lines().next().unwrap_or("");
-        let mut snippet: String = snippet.chars().take(120).collect();
-        if snippet.len() < text(n, self.src).len() {
-            snippet.push('…');
-        }
         self.out.push(Finding {
             rule,
             construct: construct.into(),
             line: start.row as u32 + 1,
             column: start.column as u32 + 1,
-            snippet,
+            snippet: snippet(n, self.src),
         });
     }
 
@@ -453,6 +448,15 @@ impl Walk<'_> {
             }
             "string" | "concatenated_string" => return self.string(n, ctx),
             "binary_operator" => {
+                if let Some(rule) =
+                    literal_str(n, self.src).and_then(|v| literal_attribute_rule(&v))
+                {
+                    self.report(
+                        n,
+                        rule,
+                        format!("\"{}\"", literal_str(n, self.src).unwrap_or_default()),
+                    );
+                }
                 if let Some(value) = literal_str(n, self.src) {
                     let parts_hold_it = ["left", "right"].iter().any(|f| {
                         n.child_by_field_name(f)
@@ -688,7 +692,7 @@ impl Walk<'_> {
         });
         if contents.contains(REPORT_FOLDER) {
             self.report(n, Rule::ReportFolder, REPORT_FOLDER);
-        } else if let Some(rule) = attribute_rule(&contents).filter(|_| !ctx.reported) {
+        } else if let Some(rule) = literal_attribute_rule(&contents).filter(|_| !ctx.reported) {
             // `getattr(x, "f_back")`, `attrgetter("f_back")`, `vars(sys)["_getframe"]`.
             self.report(n, rule, format!("\"{contents}\""));
         }
@@ -699,6 +703,57 @@ impl Walk<'_> {
             }
         }
     }
+}
+
+/// Statements that hold no other statement: the unit a finding is shown (and allowed) in.
+const SIMPLE_STATEMENTS: &[&str] = &[
+    "expression_statement",
+    "return_statement",
+    "delete_statement",
+    "raise_statement",
+    "assert_statement",
+    "import_statement",
+    "import_from_statement",
+    "decorator",
+];
+
+/// The source a finding stands in: its whole simple statement (`counts.add(len(gc.get_objects()))`,
+/// not just `gc.get_objects`), so that an allowlist entry names one exact use; the finding's
+/// line when it sits in the header of a compound statement. Lines are trimmed and joined with
+/// a space; at most 200 characters.
+fn snippet(n: Node, src: &str) -> String {
+    let mut at = Some(n);
+    while let Some(a) = at {
+        if SIMPLE_STATEMENTS.contains(&a.kind()) {
+            break;
+        }
+        if a.kind() == "block" || a.kind() == "module" {
+            at = None;
+            break;
+        }
+        at = a.parent();
+    }
+    let whole = match at {
+        Some(statement) => text(statement, src),
+        None => {
+            let line_start = src[..n.start_byte()].rfind('\n').map_or(0, |i| i + 1);
+            let line_end = src[n.start_byte()..]
+                .find('\n')
+                .map_or(src.len(), |i| n.start_byte() + i);
+            &src[line_start..line_end]
+        }
+    };
+    let joined = whole
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ");
+    let mut cut: String = joined.chars().take(200).collect();
+    if cut.len() < joined.len() {
+        cut.push('…');
+    }
+    cut
 }
 
 fn text<'s>(n: Node, src: &'s str) -> &'s str {
@@ -982,6 +1037,44 @@ def sneaky(request):
             Vec::new()
         );
         assert_eq!(found("atexit = []\natexit.append(1)\n"), Vec::new());
+    }
+
+    #[test]
+    fn hook_names_built_as_strings() {
+        assert_eq!(
+            found("setattr(Plugin, 'pytest_runtest_' + 'makereport', f)\n"),
+            one(Rule::PytestHook, "\"pytest_runtest_makereport\"", 1)
+        );
+        assert_eq!(
+            found("Plugin = type('P', (), {'pytest_sessionfinish': f})\n"),
+            one(Rule::PytestHook, "\"pytest_sessionfinish\"", 1)
+        );
+    }
+
+    #[test]
+    fn a_string_named_like_a_hook_is_not_one() {
+        let src = "@pytest.mark.parametrize('pytest_fixture', ['capsys'])\ndef test_x(pytest_fixture):\n    pass\n";
+        assert_eq!(found(src), Vec::new());
+    }
+
+    #[test]
+    fn snippets_are_whole_statements_or_the_line_of_a_header() {
+        let src = "\
+import gc
+counts.add(
+    len(gc.get_objects())
+)
+for o in gc.get_objects():
+    pass
+";
+        let snippets: Vec<String> = findings(src).into_iter().map(|f| f.snippet).collect();
+        assert_eq!(
+            snippets,
+            [
+                "counts.add( len(gc.get_objects()) )",
+                "for o in gc.get_objects():"
+            ]
+        );
     }
 
     #[test]

@@ -167,6 +167,46 @@ pub(crate) fn attribute_rule(name: &str) -> Option<Rule> {
     if name.starts_with("pytest_") {
         return Some(Rule::PytestHook);
     }
+    literal_attribute_rule(name)
+}
+
+/// The beginnings of pytest's hook names. A string literal is screened as a hook name only
+/// when it starts with one of these: `"pytest_fixture"` is a parameter's name in click's
+/// tests, `"pytest_runtest_makereport"` is a method name for `setattr` or `type()`.
+const HOOK_PREFIXES: &[&str] = &[
+    "pytest_runtest_",
+    "pytest_report_",
+    "pytest_session",
+    "pytest_terminal_",
+    "pytest_configure",
+    "pytest_unconfigure",
+    "pytest_collect",
+    "pytest_make",
+    "pytest_pyfunc_call",
+    "pytest_exception_interact",
+    "pytest_internalerror",
+    "pytest_keyboard_interrupt",
+    "pytest_plugin_registered",
+    "pytest_cmdline_",
+    "pytest_load_initial_conftests",
+    "pytest_addoption",
+    "pytest_addhooks",
+    "pytest_warning_recorded",
+    "pytest_assertrepr_compare",
+    "pytest_assertion_pass",
+    "pytest_fixture_",
+    "pytest_itemcollected",
+    "pytest_deselected",
+    "pytest_ignore_collect",
+    "pytest_generate_tests",
+];
+
+/// The rule that screens a string literal naming an attribute (`getattr(x, "f_back")`,
+/// `setattr(cls, "pytest_runtest_makereport", f)`).
+pub(crate) fn literal_attribute_rule(name: &str) -> Option<Rule> {
+    if HOOK_PREFIXES.iter().any(|p| name.starts_with(p)) {
+        return Some(Rule::PytestHook);
+    }
     ATTRIBUTES
         .iter()
         .find_map(|(n, rule)| (*n == name).then_some(*rule))
