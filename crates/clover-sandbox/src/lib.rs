@@ -38,6 +38,31 @@
 //! compiles: the library under test once per repository (cached by a hash of its sources and
 //! flags), each candidate against it, all inside the sandbox.
 //!
+//! # Embedding it
+//!
+//! The runner is a library of its own: it depends on the wire types and the manifest, on no
+//! stage. One pytest file, with limits, and its verdict:
+//!
+//! ```no_run
+//! use std::time::Duration;
+//! use clover_sandbox::{pytest::PytestRun, Limits, Sandbox, WriteFile};
+//!
+//! let test = "from pkg import add\n\ndef test_add():\n    assert add(2, 2) == 4\n";
+//! let run = PytestRun {
+//!     repo: "/srv/pkg".into(),
+//!     python: "/srv/pkg/.venv/bin/python".into(),
+//!     targets: vec!["tests/test_candidate.py".into()],
+//!     files: vec![WriteFile { path: "tests/test_candidate.py".into(), contents: test.into() }],
+//!     cov_sources: vec!["src/pkg".into()],
+//!     cov_contexts: false,
+//!     env: Vec::new(),
+//!     limits: Limits { wall: Duration::from_secs(30), memory_bytes: 512 << 20, ..Limits::default() },
+//! };
+//! let verdict = run.run(&Sandbox::new()?)?;
+//! println!("{:?}: {} test(s), {} file(s) covered", verdict.outcome, verdict.tests.len(), verdict.coverage.len());
+//! # Ok::<(), clover_sandbox::SandboxError>(())
+//! ```
+//!
 //! # Speed
 //!
 //! A run's supervisor can build its root before the command is known (the command goes to
