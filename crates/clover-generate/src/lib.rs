@@ -37,7 +37,7 @@
 //! and `scoring`, unchanged, on to the later stages.
 //!
 //! It deliberately does not look inside answers: extracting code and building the candidate
-//! test is `clover_score`'s job, done where the candidate is run.
+//! test is `clover_answer`'s job, done where the candidate is run (sandbox-run).
 
 mod model;
 mod openai;

@@ -591,7 +591,7 @@ pub struct RunResult {
     pub candidate: Option<String>,
     /// The code taken from the model's answer: for Task I the predicted operand, otherwise the
     /// code as placed between the prefix and the suffix; `None` when no code was found. Written by
-    /// `clover_score::assemble_candidate`; the scorer reads it to tell what the model wrote
+    /// `clover_answer::assemble_candidate`; the scorer reads it to tell what the model wrote
     /// from what the prefix already held. Absent in older records, which read as `None`.
     #[serde(default)]
     pub answer: Option<String>,
