@@ -256,7 +256,11 @@ pub(crate) fn root_ops(l: &Layout) -> Result<RootOps, SandboxError> {
                     target: t.clone(),
                     fstype: Some(c"proc".into()),
                     flags: libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
-                    data: None,
+                    // The payload sees only its own uid's processes: the supervisor (uid 0
+                    // inside) is a clone of the caller that never execs, so its cmdline,
+                    // which anyone may read, would be the caller's argv. `2` is `invisible`
+                    // in the spelling kernels before 5.8 know.
+                    data: Some(c"hidepid=2".into()),
                 });
             }
             Entry::Dev => {

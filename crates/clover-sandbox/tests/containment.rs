@@ -838,3 +838,28 @@ fn a_huge_exception_message_gives_a_bounded_result() {
         assert!(stream.bytes.len() <= Limits::default().output_bytes + 100);
     }
 }
+
+/// The supervisor is a clone of the caller that never execs: its command line (world
+/// readable in /proc), environment and memory are the caller's. None of them reaches the run.
+#[test]
+fn the_callers_argv_environment_and_memory_are_unreadable() {
+    let Some(sb) = sandbox() else { return };
+    let c = Case::new();
+    let own: Vec<String> = std::env::args().collect();
+    let script = "for f in cmdline environ mem; do \
+                    if head -c 4096 /proc/1/$f > /tmp/out 2>/dev/null; then \
+                      echo read $f; tr '\\0' ' ' < /tmp/out; echo; fi; done; \
+                  ls -d /proc/[0-9]* | wc -l; echo done";
+    let out = c.run(sb, &c.spec(script));
+    assert_eq!(out.exit, ExitStatus::Code(0), "{}", out.stderr.text());
+    let text = out.stdout.text();
+    assert!(
+        !text.contains("read "),
+        "the run read the supervisor's /proc: {text}"
+    );
+    assert!(
+        !text.contains(&own[0]),
+        "the caller's argv is visible: {text}"
+    );
+    assert!(text.ends_with("done\n"), "{text}");
+}
