@@ -5,7 +5,9 @@
 //! This crate is the stage only; running untrusted code is `clover_sandbox`'s (namespaces,
 //! limits, pytest and GoogleTest runs, report reading), and turning the model's text into the
 //! candidate file is `clover_answer::assemble_candidate` (the scorer must agree on what "the
-//! model's code" is); no code ⇒ outcome `no_code`. Python candidates run under pytest with
+//! model's code" is); no code ⇒ outcome `no_code`, and a response whose call failed
+//! (`Response::error`) ⇒ outcome `api_error`, with nothing run: a server's failure is not
+//! the model's. Python candidates run under pytest with
 //! coverage of the repository's source folders; C++ candidates are compiled and run as
 //! GoogleTest binaries (`clover_sandbox::gtest`).
 //!
@@ -105,6 +107,9 @@ impl<'a> ResponseRunner<'a> {
     /// Runs one response's candidate and says what happened. (The chunks of a C++ source are
     /// run together, by [`ResponseRunner::run_file`].)
     pub fn run(&self, response: &Response) -> Result<RunResult, ResponseError> {
+        if let Some(error) = &response.error {
+            return self.api_error(response, error);
+        }
         let started = Instant::now();
         self.execute(
             response,
@@ -136,6 +141,16 @@ impl<'a> ResponseRunner<'a> {
             error: None,
             ..(*first).clone()
         };
+        // One chunk without an answer because its call failed leaves the file incomplete
+        // through no fault of the model: nothing runs.
+        if let Some(failed) = sorted.iter().find(|r| r.error.is_some()) {
+            let why = format!(
+                "chunk {}: {}",
+                failed.chunk().map_or(0, |c| c.index),
+                failed.error.as_deref().unwrap_or_default()
+            );
+            return self.api_error(&file, &why);
+        }
         file.scoring.remove("chunk_index");
         file.scoring.insert(
             "chunk_instance_ids".into(),
@@ -193,6 +208,15 @@ impl<'a> ResponseRunner<'a> {
             scoring: response.scoring.clone(),
             duration_secs: 0.0,
         })
+    }
+
+    /// The result of a response without an answer because its call failed: outcome
+    /// `api_error`, the call's error as the message, nothing run.
+    fn api_error(&self, response: &Response, error: &str) -> Result<RunResult, ResponseError> {
+        let mut result = self.blank_result(response)?;
+        result.outcome = Outcome::ApiError;
+        result.message = Some(format!("no answer to run, the call failed: {error}"));
+        Ok(result)
     }
 
     fn repo_of(&self, response: &Response) -> Result<&Repo, ResponseError> {

@@ -158,12 +158,14 @@ fn python_responses_become_results_in_input_order() {
     assert_eq!(r2.outcome, Outcome::Failed);
     assert_eq!(r2.tests[0].outcome, TestOutcome::Failed);
     assert_eq!(r2.exit_code, Some(1));
-    assert_eq!(r3.outcome, Outcome::NoCode);
+    // A failed call is not the model's answer: its own outcome, nothing run.
+    assert_eq!(r3.outcome, Outcome::ApiError);
     assert!(r3
         .message
         .as_deref()
         .unwrap()
-        .contains("the server said 500"));
+        .contains("the call failed: the server said 500"));
+    assert_eq!((&r3.candidate, &r3.answer), (&None, &None));
     assert_eq!(r5.outcome, Outcome::Passed);
     assert!(!repo.join("tests/test_c1.py").exists());
 }
@@ -276,4 +278,52 @@ fn cpp_responses_compile_run_and_cover() {
     assert_eq!(c5.outcome, Outcome::Passed, "{:?}", c5.message);
     assert_eq!(c5.tests.len(), 1);
     assert!(!repo.join(".clover-build").exists() && !repo.join(p).exists());
+}
+
+/// The chunks of one C++ source join into one file; one chunk whose call failed makes the
+/// file's result `api_error`, and nothing is compiled.
+#[test]
+fn a_chunk_whose_call_failed_makes_its_file_an_api_error() {
+    if clover_testkit::root().is_none() {
+        return;
+    }
+    let repo = clover_testkit::fixture("cpp");
+    let chunk = |index: u32, text: &str, error: Option<&str>| {
+        let mut r = response(
+            &format!("cppfix/src/ring_buffer.cc#cpp_unit_test#po#{index}"),
+            "cppfix",
+            Language::Cpp,
+            "tests/candidate_test.cc",
+            text,
+        );
+        r.scoring = serde_json::from_value(serde_json::json!(
+            {"chunk_index": index, "chunk_count": 2, "join": "append"}))
+        .unwrap();
+        r.error = error.map(str::to_string);
+        r
+    };
+    let responses = vec![
+        chunk(
+            0,
+            &fenced("cpp", "#include <gtest/gtest.h>\nTEST(A, B) {}\n"),
+            None,
+        ),
+        chunk(1, "", Some("server answered HTTP 500 after 3 attempt(s)")),
+    ];
+    let (results, code, stderr) = run_stage(&responses, &["--repo", repo.to_str().unwrap()]);
+    assert_eq!(code, 0, "{stderr}");
+    let [file] = &results[..] else {
+        panic!("{results:?} {stderr}")
+    };
+    assert_eq!(file.id, "cppfix/src/ring_buffer.cc#cpp_unit_test#po@m");
+    assert_eq!(file.outcome, Outcome::ApiError, "{:?}", file.message);
+    assert!(
+        file.message
+            .as_deref()
+            .unwrap()
+            .contains("chunk 1: server answered HTTP 500"),
+        "{:?}",
+        file.message
+    );
+    assert_eq!(file.candidate, None, "nothing was assembled or run");
 }
