@@ -48,7 +48,7 @@ mod python;
 mod walk;
 
 pub use clover_protocol::Language;
-pub use cpp::{pair_cpp_files, strip_comments, CppPair, CppUtBenchRow};
+pub use cpp::{pair_cpp_files, strip_comments, CppPair, CppUtBenchRow, IncludesOf, PairRules};
 pub use error::{ExtractError, FileIssue, IssueKind, Summary};
 pub use options::{ExtractOptions, DEFAULT_CHUNK_LINES, DEFAULT_MAX_FILE_BYTES};
 pub use python::{identifiers, is_constant_operand, python_problems};

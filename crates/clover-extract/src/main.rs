@@ -64,6 +64,10 @@ struct Args {
     /// are always reported, and the summary counts both
     #[arg(short, long)]
     quiet: bool,
+    /// Pair C++ tests by CPP-UT-Bench's base-name rule alone: a test no base name pairs is
+    /// not paired through the headers it includes (the manifest's `pair_by_includes = false`)
+    #[arg(long)]
+    base_name_only: bool,
     /// Print (to stderr) which source folders and test files were chosen, and why
     #[arg(long)]
     explain: bool,
@@ -102,6 +106,7 @@ fn options(repo: &RepoConfig, args: &Args) -> ExtractOptions {
     }
     opts.max_file_bytes = args.max_file_bytes;
     opts.chunk_lines = args.chunk_lines;
+    opts.pair_by_includes &= !args.base_name_only;
     opts
 }
 

@@ -33,6 +33,9 @@ pub struct ExtractOptions {
     pub max_file_bytes: u64,
     /// The most lines a C++ chunk may hold.
     pub chunk_lines: u32,
+    /// Pair a C++ test no base name pairs through its includes (clover's extension of
+    /// CPP-UT-Bench's rule; see [`crate::pair_cpp_files`]).
+    pub pair_by_includes: bool,
 }
 
 impl ExtractOptions {
@@ -52,6 +55,7 @@ impl ExtractOptions {
             excludes: Vec::new(),
             max_file_bytes: DEFAULT_MAX_FILE_BYTES,
             chunk_lines: DEFAULT_CHUNK_LINES,
+            pair_by_includes: true,
         }
     }
 
@@ -65,6 +69,7 @@ impl ExtractOptions {
             opts.test_globs = repo.test_globs.clone();
         }
         opts.excludes = repo.excludes.clone();
+        opts.pair_by_includes = repo.pair_by_includes;
         opts
     }
 

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use clover_extract::CppUtBenchRow;
-use clover_protocol::{Problem, RecordReader, DEFAULT_MAX_LINE_BYTES};
+use clover_protocol::{CppPairing, Problem, RecordReader, DEFAULT_MAX_LINE_BYTES};
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -268,6 +268,58 @@ fn detection_and_collect_ignore_are_explained() {
         assert!(stderr.contains(want), "no `{want}` in:\n{stderr}");
     }
     assert!(!stderr.contains("benchmarks"), "{stderr}");
+}
+
+/// A leveldb-shaped library: tests pair only with sources in `source_dirs` (never with the
+/// interface header `include/minidb/db.h`), and a test no base name pairs is paired through
+/// the headers it includes, marked as such; `--base-name-only` turns that extension off.
+#[test]
+fn cpp_pairs_within_source_dirs_and_by_includes() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/cpp_layout");
+    let pairs = |extra: &[&str]| {
+        let mut args = vec!["--repo", repo.to_str().unwrap()];
+        args.extend(extra);
+        let (stdout, stderr, code) = run(&args);
+        assert_eq!(code, 0, "{stderr}");
+        let got: Vec<(String, String, CppPairing)> = problems(stdout)
+            .iter()
+            .map(|p| {
+                let c = p.cpp.as_ref().unwrap();
+                (c.file_path.clone(), c.test_path.clone(), c.pairing)
+            })
+            .collect();
+        (got, stderr)
+    };
+    let owned = |v: &[(&str, &str, CppPairing)]| -> Vec<(String, String, CppPairing)> {
+        v.iter()
+            .map(|(s, t, p)| (s.to_string(), t.to_string(), *p))
+            .collect()
+    };
+    let (got, stderr) = pairs(&[]);
+    assert_eq!(
+        got,
+        owned(&[
+            ("db/db_impl.cc", "db/db_test.cc", CppPairing::Includes),
+            ("db/log_reader.cc", "db/log_test.cc", CppPairing::Includes),
+            ("db/log_writer.cc", "db/log_test.cc", CppPairing::Includes),
+            ("util/coding.h", "util/coding_test.cc", CppPairing::BaseName),
+        ]),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("util/env_test.cc: test without source"),
+        "a helper every test includes pairs nothing: {stderr}"
+    );
+    let (got, stderr) = pairs(&["--base-name-only"]);
+    assert_eq!(
+        got,
+        owned(&[("util/coding.h", "util/coding_test.cc", CppPairing::BaseName)]),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("db/db_test.cc: test without source"),
+        "{stderr}"
+    );
 }
 
 fn copy_dir(from: &Path, to: &Path) {

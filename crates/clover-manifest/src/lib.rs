@@ -20,8 +20,9 @@
 //! LEDGER_STRICT = "1"
 //! ```
 //!
-//! C++ repositories add `include_dirs`, `cxx`, `cxxflags` and `link` (library names without
-//! `-l`). Unknown keys are errors, so a typo never silently falls back to a default.
+//! C++ repositories add `include_dirs`, `cxx`, `cxxflags`, `link` (library names without
+//! `-l`) and `pair_by_includes` (default `true`: a test no base name pairs is paired through
+//! the headers it includes; `false` keeps CPP-UT-Bench's base-name rule alone). Unknown keys are errors, so a typo never silently falls back to a default.
 //!
 //! This crate only reads and checks configuration; it runs nothing and installs nothing.
 
@@ -115,6 +116,9 @@ pub struct RepoConfig {
     pub cxx: String,
     pub cxxflags: Vec<String>,
     pub link: Vec<String>,
+    /// C++: pair a test no base name pairs through the headers it includes (clover's
+    /// extension); `false` keeps CPP-UT-Bench's base-name rule alone.
+    pub pair_by_includes: bool,
     pub timeout_secs: u64,
     pub memory_mb: u64,
     pub pids: u64,
@@ -158,6 +162,7 @@ struct RawRepo {
     cxxflags: Vec<String>,
     #[serde(default)]
     link: Vec<String>,
+    pair_by_includes: Option<bool>,
     timeout_secs: Option<u64>,
     memory_mb: Option<u64>,
     pids: Option<u64>,
@@ -253,6 +258,7 @@ impl Manifest {
                 cxx: r.cxx.unwrap_or_else(|| "g++".into()),
                 cxxflags: r.cxxflags,
                 link: r.link,
+                pair_by_includes: r.pair_by_includes.unwrap_or(true),
                 timeout_secs: r.timeout_secs.unwrap_or(DEFAULT_TIMEOUT_SECS),
                 memory_mb: r.memory_mb.unwrap_or(DEFAULT_MEMORY_MB),
                 pids: r.pids.unwrap_or(DEFAULT_PIDS),
@@ -338,6 +344,7 @@ impl RepoConfig {
                 "gmock".into(),
                 "pthread".into(),
             ],
+            pair_by_includes: true,
             timeout_secs: DEFAULT_TIMEOUT_SECS,
             memory_mb: DEFAULT_MEMORY_MB,
             pids: DEFAULT_PIDS,

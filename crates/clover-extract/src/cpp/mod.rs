@@ -30,6 +30,29 @@ pub struct CppPair {
     pub test: String,
     /// The header with the source's base name, when there is one besides the source.
     pub header: Option<String>,
+    /// The rule that paired them.
+    pub pairing: CppPairing,
+}
+
+/// The quoted `#include`s of a test file, given its repository-relative path.
+pub type IncludesOf<'a> = &'a dyn Fn(&str) -> Vec<String>;
+
+/// What [`pair_cpp_files`] may pair: which files are tests, which are the repository's own
+/// sources (the files of `source_dirs`, the ones the library build compiles), and, for the
+/// include rule, the quoted `#include`s of a test file (`None` keeps CPP-UT-Bench's base-name
+/// rule alone).
+pub struct PairRules<'a> {
+    pub is_test: &'a dyn Fn(&str) -> bool,
+    pub is_source: &'a dyn Fn(&str) -> bool,
+    pub includes: Option<IncludesOf<'a>>,
+}
+
+impl std::fmt::Debug for PairRules<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PairRules")
+            .field("by_includes", &self.includes.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 /// One row of the CPP-UT-Bench dataset, with its exact column names.
@@ -102,18 +125,26 @@ fn nearest<'a>(candidates: &[&'a str], to: &str) -> Option<&'a str> {
 
 /// Pairs test files with sources by base name: `foo_test.cc` (preferred) or
 /// `foo_unittest.cc` with `foo.cc`/`foo.cpp`, else `foo.h`; the nearest when a base name
-/// occurs in several folders. Returns the pairs sorted by source path, and an issue for every
-/// test without a source and every test that lost to a preferred one.
-pub fn pair_cpp_files(
-    paths: &[String],
-    is_test: &dyn Fn(&str) -> bool,
-) -> (Vec<CppPair>, Vec<FileIssue>) {
+/// occurs in several folders. Only files `rules.is_source` accepts are sources, so a test is
+/// never paired with an interface header outside the source folders (`db_test.cc` with
+/// `include/leveldb/db.h`).
+///
+/// With `rules.includes`, a test no base name pairs is paired through its own includes:
+/// every header of the repository it `#include`s whose base name shares a word (split at
+/// `_` and `-`) with the test's, taken to its source file (`log_test.cc` includes
+/// `log_reader.h` and `log_writer.h`, so it tests `log_reader.cc` and `log_writer.cc`). The
+/// shared word keeps out the helpers every test includes (`testutil.h`); a header without a
+/// `.cc` of its name gives nothing, and a source the base-name rule paired keeps its test.
+///
+/// Returns the pairs sorted by source path, and an issue for every test without a source and
+/// every test that lost to a preferred one.
+pub fn pair_cpp_files(paths: &[String], rules: &PairRules) -> (Vec<CppPair>, Vec<FileIssue>) {
     let mut sources: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
     let mut headers: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
     let mut tests: Vec<(&str, &str, usize)> = Vec::new();
     for p in paths {
         let (_, stem, ext) = split_name(p);
-        if is_test(p) {
+        if (rules.is_test)(p) {
             let base = TEST_SUFFIXES
                 .iter()
                 .enumerate()
@@ -123,16 +154,19 @@ pub fn pair_cpp_files(
                 continue;
             }
         }
+        if !(rules.is_source)(p) {
+            continue;
+        }
         if SOURCE_EXTS.contains(&ext) {
             sources.entry(stem).or_default().push(p);
         } else if HEADER_EXTS.contains(&ext) {
             headers.entry(stem).or_default().push(p);
         }
     }
-    let mut issues = Vec::new();
+    let mut unpaired: Vec<(&str, &str)> = Vec::new();
     // source → (rank, distance, test)
     let mut best: BTreeMap<&str, Vec<(usize, usize, &str)>> = BTreeMap::new();
-    for (test, base, rank) in tests {
+    for &(test, base, rank) in &tests {
         // Among equally near sources, one with its header beside it is the likelier match.
         let with_header = |src: &str| {
             let dir = split_name(src).0;
@@ -152,15 +186,23 @@ pub fn pair_cpp_files(
                 .entry(src)
                 .or_default()
                 .push((rank, distance(src, test), test)),
-            None => issues.push(FileIssue {
-                path: test.to_string(),
-                kind: IssueKind::TestWithoutSource,
-                detail: format!("no {base}.cc, {base}.cpp or {base}.h found"),
-            }),
+            None => unpaired.push((test, base)),
         }
     }
+    let mut issues = Vec::new();
     let mut pairs = Vec::new();
-    for (src, mut cands) in best {
+    let header_of = |src: &str| {
+        let (_, stem, ext) = split_name(src);
+        if HEADER_EXTS.contains(&ext) {
+            None
+        } else {
+            headers
+                .get(stem)
+                .and_then(|h| nearest(h, src))
+                .map(str::to_string)
+        }
+    };
+    for (src, mut cands) in best.iter().map(|(s, c)| (*s, c.clone())) {
         cands.sort();
         let chosen = cands[0].2;
         for (_, _, other) in &cands[1..] {
@@ -170,23 +212,131 @@ pub fn pair_cpp_files(
                 detail: format!("{src} is paired with {chosen}"),
             });
         }
-        let (_, stem, ext) = split_name(src);
-        let header = if HEADER_EXTS.contains(&ext) {
-            None
-        } else {
-            headers
-                .get(stem)
-                .and_then(|h| nearest(h, src))
-                .map(str::to_string)
-        };
         pairs.push(CppPair {
             source: src.to_string(),
             test: chosen.to_string(),
-            header,
+            header: header_of(src),
+            pairing: CppPairing::BaseName,
         });
     }
+    // The include rule: source → (distance, test), for sources the base name left free.
+    let mut by_includes: BTreeMap<&str, Vec<(usize, &str)>> = BTreeMap::new();
+    let mut still_unpaired = Vec::new();
+    for (test, base) in unpaired {
+        let found: Vec<&str> = match rules.includes {
+            Some(includes) => included_sources(test, base, &includes(test), paths, &sources)
+                .into_iter()
+                .filter(|s| !best.contains_key(s))
+                .collect(),
+            None => Vec::new(),
+        };
+        if found.is_empty() {
+            still_unpaired.push((test, base));
+        }
+        for src in found {
+            by_includes
+                .entry(src)
+                .or_default()
+                .push((distance(src, test), test));
+        }
+    }
+    for (src, mut cands) in by_includes {
+        cands.sort();
+        pairs.push(CppPair {
+            source: src.to_string(),
+            test: cands[0].1.to_string(),
+            header: header_of(src),
+            pairing: CppPairing::Includes,
+        });
+    }
+    for (test, base) in still_unpaired {
+        let mut detail = format!("no {base}.cc, {base}.cpp or {base}.h in the source folders");
+        if rules.includes.is_some() {
+            detail.push_str(", and no header it includes names a source");
+        }
+        issues.push(FileIssue {
+            path: test.to_string(),
+            kind: IssueKind::TestWithoutSource,
+            detail,
+        });
+    }
+    pairs.sort_by(|a, b| a.source.cmp(&b.source));
     issues.sort();
     (pairs, issues)
+}
+
+/// The sources a test reaches through its quoted includes: each include resolved to a
+/// repository header (beside the test, else the nearest path ending in it), kept when its
+/// base name shares a word with the test's, then taken to the nearest source of its name.
+fn included_sources<'a>(
+    test: &str,
+    base: &str,
+    includes: &[String],
+    paths: &'a [String],
+    sources: &BTreeMap<&str, Vec<&'a str>>,
+) -> Vec<&'a str> {
+    let words = |s: &str| -> Vec<String> {
+        s.split(['_', '-'])
+            .filter(|w| !w.is_empty())
+            .map(str::to_lowercase)
+            .collect()
+    };
+    let test_words = words(base);
+    let test_dir = split_name(test).0;
+    let mut out: Vec<&str> = Vec::new();
+    for inc in includes {
+        let inc = inc.trim_start_matches("./");
+        let beside = if test_dir.is_empty() {
+            inc.to_string()
+        } else {
+            format!("{test_dir}/{inc}")
+        };
+        let ends: Vec<&str> = paths
+            .iter()
+            .map(String::as_str)
+            .filter(|p| *p == beside || *p == inc || p.ends_with(&format!("/{inc}")))
+            .collect();
+        let Some(header) = ends
+            .iter()
+            .find(|p| **p == beside)
+            .copied()
+            .or_else(|| nearest(&ends, test))
+        else {
+            continue;
+        };
+        let (_, stem, ext) = split_name(header);
+        if !HEADER_EXTS.contains(&ext) || !words(stem).iter().any(|w| test_words.contains(w)) {
+            continue;
+        }
+        if let Some(src) = sources.get(stem).and_then(|c| nearest(c, header)) {
+            if !out.contains(&src) {
+                out.push(src);
+            }
+        }
+    }
+    out
+}
+
+/// The quoted `#include "..."` paths of a C++ text, comments already stripped.
+fn quoted_includes(code: &str) -> Vec<String> {
+    code.lines()
+        .filter_map(|l| {
+            let rest = l.trim_start().strip_prefix('#')?.trim_start();
+            let rest = rest.strip_prefix("include")?.trim_start();
+            let rest = rest.strip_prefix('"')?;
+            Some(rest[..rest.find('"')?].to_string())
+        })
+        .collect()
+}
+
+/// Whether `rel` lies in one of `dirs` (relative to the root); no folders means everywhere.
+fn under(dirs: &[std::path::PathBuf], rel: &str) -> bool {
+    dirs.is_empty()
+        || dirs.iter().any(|d| {
+            let d = d.to_string_lossy();
+            let d = d.trim_start_matches("./").trim_end_matches('/');
+            d.is_empty() || d == "." || rel == d || rel.starts_with(&format!("{d}/"))
+        })
 }
 
 pub(crate) fn extract(opts: &ExtractOptions) -> Result<Extraction, ExtractError> {
@@ -196,8 +346,21 @@ pub(crate) fn extract(opts: &ExtractOptions) -> Result<Extraction, ExtractError>
         let ext = split_name(p).2;
         SOURCE_EXTS.contains(&ext) || HEADER_EXTS.contains(&ext)
     })?;
-    let is_test = |p: &str| globs.matches(p);
-    let (pairs, mut issues) = pair_cpp_files(&files, &is_test);
+    // Tests are found in test_dirs and sources in source_dirs, as the library build finds
+    // them, so extract and the build mean one thing by each.
+    let is_test = |p: &str| globs.matches(p) && under(&opts.test_dirs, p);
+    let is_source = |p: &str| !globs.matches(p) && under(&opts.source_dirs, p);
+    let includes = |test: &str| {
+        std::fs::read_to_string(opts.root.join(test))
+            .map(|t| quoted_includes(&strip_comments(&t)))
+            .unwrap_or_default()
+    };
+    let rules = PairRules {
+        is_test: &is_test,
+        is_source: &is_source,
+        includes: opts.pair_by_includes.then_some(&includes as IncludesOf),
+    };
+    let (pairs, mut issues) = pair_cpp_files(&files, &rules);
     let mut out = Extraction {
         test_files: files.iter().filter(|p| is_test(p)).cloned().collect(),
         ..Extraction::default()
@@ -256,7 +419,7 @@ fn problem(repo: &str, pair: &CppPair, code: &str, test: &str, chunk_lines: u32)
             header_path: pair.header.clone(),
             tests: gtest::find_tests(&unit_test),
             chunks: chunk::chunks(&code, chunk_lines),
-            pairing: CppPairing::BaseName,
+            pairing: pair.pairing,
             code,
             unit_test,
         }),
@@ -286,7 +449,12 @@ mod tests {
         .map(|s| s.to_string())
         .collect();
         let is_test = |p: &str| p.ends_with("_test.cc") || p.ends_with("_unittest.cc");
-        let (pairs, issues) = pair_cpp_files(&paths, &is_test);
+        let rules = PairRules {
+            is_test: &is_test,
+            is_source: &|_| true,
+            includes: None,
+        };
+        let (pairs, issues) = pair_cpp_files(&paths, &rules);
         let got: Vec<(&str, &str, Option<&str>)> = pairs
             .iter()
             .map(|p| (p.source.as_str(), p.test.as_str(), p.header.as_deref()))
@@ -324,6 +492,7 @@ mod tests {
             source: "src/a.cc".into(),
             test: "src/a_test.cc".into(),
             header: None,
+            pairing: CppPairing::BaseName,
         };
         let p = problem("r", &pair, "int f(); // c\n", "TEST(A, B) {}\n", 200);
         let row = serde_json::to_value(CppUtBenchRow::from_problem(&p).unwrap()).unwrap();
