@@ -60,10 +60,12 @@ struct Shared {
 /// A network namespace lent to one run: only `lo`, up, and no other process in it. Making and
 /// destroying a network namespace is the dearest part of starting a sandbox (the kernel tears
 /// it down on a shared work queue); reusing one is safe because the run has no capability
-/// over it (it belongs to the host's user namespace) and everything a run can leave in it —
-/// sockets — dies with the run's processes. It goes back to the free list when dropped, which
-/// the run's teardown does only after its supervisor, and so every process of the run, is
-/// gone.
+/// over it (it belongs to the host's user namespace), so all it can leave in it is sockets.
+/// Most die with the run's processes; a TCP socket that was closed lives on (TIME_WAIT, for a
+/// minute) and would hold its port against the next run. So when dropped — which the run's
+/// teardown does only after its supervisor, and so every process of the run, is gone — it
+/// goes back to the free list only if no TCP socket is left in it, and is destroyed
+/// otherwise (with whatever was left).
 #[derive(Debug)]
 struct NetnsLease {
     fd: Option<OwnedFd>,
@@ -104,7 +106,8 @@ impl NetnsLease {
 
 impl Drop for NetnsLease {
     fn drop(&mut self) {
-        if let Some(fd) = self.fd.take() {
+        let Some(fd) = self.fd.take() else { return };
+        if spawn::netns_is_empty(fd.as_raw_fd()).unwrap_or(false) {
             self.shared
                 .netns_free
                 .lock()

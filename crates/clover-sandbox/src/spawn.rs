@@ -964,6 +964,22 @@ pub(crate) fn new_netns() -> io::Result<OwnedFd> {
     .unwrap_or_else(|_| Err(io::Error::other("the network namespace thread panicked")))
 }
 
+/// Whether the network namespace `fd` holds no TCP socket in any state. A socket outlives
+/// its process in the states after a close (TIME_WAIT for a minute after an active close,
+/// FIN_WAIT, LAST_ACK): one left on a port would make the next run's `bind` of that port
+/// fail. Read on the calling thread, which goes back to its own namespace at once.
+pub(crate) fn netns_is_empty(fd: RawFd) -> io::Result<bool> {
+    let own = std::fs::File::open("/proc/thread-self/ns/net")?;
+    enter_netns(fd)?;
+    let empty = ["tcp", "tcp6"].iter().try_fold(true, |empty, table| {
+        // The first line is the header; a second one is a socket.
+        let text = std::fs::read(format!("/proc/thread-self/net/{table}"))?;
+        io::Result::Ok(empty && text.iter().filter(|&&b| b == b'\n').count() <= 1)
+    });
+    enter_netns(own.as_raw_fd()).expect("going back to the thread's own network namespace");
+    empty
+}
+
 /// Moves the calling thread into the network namespace `fd`.
 fn enter_netns(fd: RawFd) -> io::Result<()> {
     // SAFETY: setns on a valid descriptor changes only this thread's namespace.

@@ -863,3 +863,46 @@ fn the_callers_argv_environment_and_memory_are_unreadable() {
     );
     assert!(text.ends_with("done\n"), "{text}");
 }
+
+/// A run that closes a connection first leaves its port in TIME_WAIT, which outlives every
+/// process of the run. The next run lent a network namespace binds that port all the same.
+#[test]
+fn a_socket_left_in_time_wait_does_not_reach_the_next_run() {
+    let Some(_) = sandbox() else { return };
+    // A sandbox of its own: its free list of network namespaces is this test's alone.
+    let sb = &Sandbox::new().unwrap();
+    let Some(py) = python() else { return };
+    let leaver = r#"
+import os, socket
+print(os.readlink('/proc/self/ns/net'))
+l = socket.socket()
+l.bind(('127.0.0.1', 47801))
+l.listen()
+c = socket.create_connection(('127.0.0.1', 47801))
+s, _ = l.accept()
+s.close()  # the accepted side closes first: 127.0.0.1:47801 goes to TIME_WAIT
+c.close()
+l.close()
+print(sum(1 for line in open('/proc/net/tcp') if ' 06 ' in line), 'in TIME_WAIT')
+"#;
+    let binder = r#"
+import os, socket
+print(os.readlink('/proc/self/ns/net'))
+socket.socket().bind(('127.0.0.1', 47801))
+print('bound')
+"#;
+    let (a, b) = (Case::new(), Case::new());
+    let run = |c: &Case, body: &str| c.run(sb, &RunSpec::new(c.repo.path(), [py, "-c", body]));
+    let left = run(&a, leaver);
+    assert_eq!(left.exit, ExitStatus::Code(0), "{}", left.stderr.text());
+    assert!(
+        left.stdout.text().ends_with("1 in TIME_WAIT\n"),
+        "{}",
+        left.stdout.text()
+    );
+    // The first run's teardown (on the reaper thread) has handed its namespace back by now.
+    std::thread::sleep(Duration::from_millis(500));
+    let next = run(&b, binder);
+    assert_eq!(next.exit, ExitStatus::Code(0), "{}", next.stderr.text());
+    assert!(next.stdout.text().ends_with("bound\n"));
+}
