@@ -21,7 +21,9 @@
 //! - a string holding the run's report folder [`REPORT_FOLDER`], and pytest's `xmlpath`
 //!   ([`Rule::ReportFolder`]);
 //! - `exec`/`eval`/`compile` of anything but a string literal, or passed on as a value
-//!   ([`Rule::DynamicCode`]).
+//!   ([`Rule::DynamicCode`]);
+//! - a file nested deeper than the screen follows (400 levels of syntax; the corpus needs 26),
+//!   reported as one finding instead of overflowing the stack ([`Rule::Unscreenable`]).
 //!
 //! Names are followed through aliases (`import os as o`, `from os import _exit as e`,
 //! `ex = os._exit`, `from os import *`), attribute chains, `getattr` with a literal name,

@@ -47,6 +47,18 @@ pub(crate) fn findings(source: &str) -> Vec<Finding> {
         return Vec::new();
     };
     let root = tree.root_node();
+    // The passes below recurse along the tree; a file nested deeper than any honest test
+    // would overflow the stack, so it is reported instead of screened.
+    if let Some(deep) = deeper_than(root, MAX_DEPTH) {
+        let start = deep.start_position();
+        return vec![Finding {
+            rule: Rule::Unscreenable,
+            construct: format!("nesting deeper than {MAX_DEPTH} levels"),
+            line: start.row as u32 + 1,
+            column: start.column as u32 + 1,
+            snippet: snippet(deep, source),
+        }];
+    }
     let mut names = Names::default();
     names.learn(root, source);
     let mut screen = Walk {
@@ -60,6 +72,34 @@ pub(crate) fn findings(source: &str) -> Vec<Finding> {
         .out
         .dedup_by(|a, b| a.line == b.line && a.column == b.column && a.rule == b.rule);
     screen.out
+}
+
+/// How deep the syntax tree may nest: the deepest problem file of the corpus nests 26 levels
+/// (`click/tests/test_shell_completion.py::test_nested_group`).
+const MAX_DEPTH: usize = 400;
+
+/// The first node deeper than `limit`, found without recursion.
+fn deeper_than(root: Node, limit: usize) -> Option<Node> {
+    let mut cursor = root.walk();
+    let mut depth = 0;
+    loop {
+        if depth > limit {
+            return Some(cursor.node());
+        }
+        if cursor.goto_first_child() {
+            depth += 1;
+            continue;
+        }
+        loop {
+            if cursor.goto_next_sibling() {
+                break;
+            }
+            if !cursor.goto_parent() {
+                return None;
+            }
+            depth -= 1;
+        }
+    }
 }
 
 /// What the names of a file stand for, learnt flow- and scope-insensitively: an alias made
@@ -1037,6 +1077,18 @@ def sneaky(request):
             Vec::new()
         );
         assert_eq!(found("atexit = []\natexit.append(1)\n"), Vec::new());
+    }
+
+    #[test]
+    fn nesting_too_deep_to_screen_is_reported_not_followed() {
+        let deep = format!("x = {}1{}\n", "(".repeat(100_000), ")".repeat(100_000));
+        let found = findings(&deep);
+        assert_eq!(found.len(), 1);
+        assert_eq!((found[0].rule, found[0].line), (Rule::Unscreenable, 1));
+        let chain = format!("x = a{}\n", ".b".repeat(50_000));
+        assert_eq!(findings(&chain)[0].rule, Rule::Unscreenable);
+        let fine = format!("x = {}1{}\n", "(".repeat(50), ")".repeat(50));
+        assert_eq!(findings(&fine), Vec::new());
     }
 
     #[test]

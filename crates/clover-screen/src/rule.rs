@@ -34,11 +34,13 @@ pub enum Rule {
     ReportFolder,
     /// `exec`/`eval`/`compile` of anything but a string literal: code the screen cannot see.
     DynamicCode,
+    /// Nested deeper than the screen follows: a file it cannot vouch for.
+    Unscreenable,
 }
 
 impl Rule {
     /// Every rule, in a stable order.
-    pub const ALL: [Rule; 11] = [
+    pub const ALL: [Rule; 12] = [
         Rule::TestMachinery,
         Rule::PytestHook,
         Rule::Atexit,
@@ -50,6 +52,7 @@ impl Rule {
         Rule::BuiltinsWrite,
         Rule::ReportFolder,
         Rule::DynamicCode,
+        Rule::Unscreenable,
     ];
 
     /// The rule's stable id, as reports and allowlists name it.
@@ -66,6 +69,7 @@ impl Rule {
             Rule::BuiltinsWrite => "builtins-write",
             Rule::ReportFolder => "report-folder",
             Rule::DynamicCode => "dynamic-code",
+            Rule::Unscreenable => "unscreenable",
         }
     }
 

@@ -7,6 +7,13 @@ use std::path::{Path, PathBuf};
 
 use clover_screen::{screen_python, Rule, REPORT_FOLDER};
 
+const HOSTILE: [&str; 4] = [
+    "forge_report.py",
+    "forge_plugin.py",
+    "forge_runtime.py",
+    "forge_deep.py",
+];
+
 fn data(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/data")
@@ -35,7 +42,7 @@ fn screened(source: &str) -> BTreeSet<(u32, Rule)> {
 
 #[test]
 fn hostile_files_are_caught_on_every_marked_line_and_nowhere_else() {
-    for name in ["forge_report.py", "forge_plugin.py", "forge_runtime.py"] {
+    for name in HOSTILE {
         let source = std::fs::read_to_string(data(name)).unwrap();
         let want = marked(&source);
         assert!(!want.is_empty(), "{name} marks no line");
@@ -46,7 +53,7 @@ fn hostile_files_are_caught_on_every_marked_line_and_nowhere_else() {
 #[test]
 fn every_rule_is_exercised_by_a_hostile_file() {
     let mut seen = BTreeSet::new();
-    for name in ["forge_report.py", "forge_plugin.py", "forge_runtime.py"] {
+    for name in HOSTILE {
         let source = std::fs::read_to_string(data(name)).unwrap();
         seen.extend(marked(&source).into_iter().map(|(_, rule)| rule));
     }
