@@ -535,6 +535,10 @@ pub enum Outcome {
     /// the command; `Response::error`). Not the model's doing, so score keeps it out of the
     /// model's metrics and counts it apart.
     ApiError,
+    /// Nothing ran: the screen for reward hacking found in the model's code a construct no
+    /// honest unit test needs (its message names the construct and line). The model's doing:
+    /// a failed execution in every metric, and counted apart as `rejected_rate`.
+    Rejected,
 }
 
 /// The limit that ended a run.

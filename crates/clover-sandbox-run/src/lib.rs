@@ -27,12 +27,14 @@ use std::time::{Duration, Instant};
 
 use clover_manifest::RepoConfig;
 use clover_protocol::{
-    Language, OnError, Outcome, RecordKind, Response, RunResult, StageIo, Stopped, SCHEMA_VERSION,
+    ExecSpec, Language, OnError, Outcome, RecordKind, Response, RunResult, StageIo, Stopped,
+    SCHEMA_VERSION,
 };
 
 use clover_sandbox::gtest::{CppProject, GtestRun, LibraryCache, LibraryError};
 use clover_sandbox::pytest::PytestRun;
 use clover_sandbox::{check_relative, Limits, RunOutput, Sandbox, SandboxError, WriteFile};
+use clover_screen::{Finding, Screen};
 
 /// Bytes of stdout and stderr kept in a result (the end of each stream).
 pub const TAIL_BYTES: usize = 8192;
@@ -48,6 +50,9 @@ pub struct ResponseRunner<'a> {
     /// manifest names no interpreter.
     default_python: Option<PathBuf>,
     cache: LibraryCache,
+    /// The screen for reward hacking that Python candidates pass before they run; `None`
+    /// when it is off (`--screen off`, for research on the screen itself).
+    screen: Option<Screen>,
 }
 
 #[derive(Debug)]
@@ -101,7 +106,14 @@ impl<'a> ResponseRunner<'a> {
             configs,
             default_python,
             cache: LibraryCache::new(cache_dir)?,
+            screen: Some(Screen::default()),
         })
+    }
+
+    /// Turns the screen for reward hacking off (`false`) or on (`true`, the default).
+    pub fn with_screen(mut self, on: bool) -> Self {
+        self.screen = on.then(Screen::default);
+        self
     }
 
     /// Runs one response's candidate and says what happened. (The chunks of a C++ source are
@@ -259,8 +271,19 @@ impl<'a> ResponseRunner<'a> {
             path: path.clone(),
             contents: candidate.text.clone().into_bytes(),
         };
+        let language = response.exec.language.unwrap_or(cfg.language);
+        let rejected = match (&self.screen, language) {
+            (Some(screen), Language::Python) => screened(screen, &candidate.text, &response.exec),
+            _ => Vec::new(),
+        };
         result.candidate = Some(candidate.text);
         result.answer = Some(candidate.answer);
+        if !rejected.is_empty() {
+            result.outcome = Outcome::Rejected;
+            result.message = Some(rejection(&rejected));
+            result.duration_secs = started.elapsed().as_secs_f64();
+            return Ok(result);
+        }
         let limits = Limits {
             wall: Duration::from_secs(cfg.timeout_secs),
             cpu_secs: cfg.timeout_secs,
@@ -268,7 +291,6 @@ impl<'a> ResponseRunner<'a> {
             pids: cfg.pids,
             ..Limits::default()
         };
-        let language = response.exec.language.unwrap_or(cfg.language);
         let (run, outcome, tests, coverage, message) = match language {
             Language::Python => {
                 let python = cfg
@@ -317,6 +339,35 @@ impl<'a> ResponseRunner<'a> {
         result.duration_secs = started.elapsed().as_secs_f64();
         Ok(result)
     }
+}
+
+/// What the screen finds in the model's part of a candidate file: the lines between
+/// `exec.prefix` and `exec.suffix`. The prefix and suffix come from the repository's own test
+/// file (the ground truth's setup), which is not the model's doing; the file is screened
+/// whole so that the model's lines are parsed in their context (indentation, imports).
+fn screened(screen: &Screen, text: &str, exec: &ExecSpec) -> Vec<Finding> {
+    let first = 1 + exec.prefix.matches('\n').count() as u32;
+    let last = 1 + text.matches('\n').count() as u32 - exec.suffix.matches('\n').count() as u32;
+    screen
+        .python(text)
+        .into_iter()
+        .filter(|f| (first..=last).contains(&f.line))
+        .collect()
+}
+
+/// The message of a rejected candidate: every finding, at most 20 of them.
+pub fn rejection(findings: &[Finding]) -> String {
+    const SHOWN: usize = 20;
+    let mut m = format!(
+        "rejected by the screen for reward hacking ({} finding(s)): ",
+        findings.len()
+    );
+    let shown: Vec<String> = findings.iter().take(SHOWN).map(|f| f.to_string()).collect();
+    m.push_str(&shown.join("; "));
+    if findings.len() > SHOWN {
+        m.push_str(&format!("; and {} more", findings.len() - SHOWN));
+    }
+    m
 }
 
 fn fill(result: &mut RunResult, run: &RunOutput) {

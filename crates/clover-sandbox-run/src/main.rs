@@ -9,12 +9,15 @@ use std::time::Duration;
 
 use anyhow::{bail, Context};
 use clap::Parser;
-use clover_manifest::RepoArgs;
-use clover_protocol::{finish_main, RecordKind, RunResult, StageArgs, StageIo, SCHEMA_VERSION};
+use clover_manifest::{RepoArgs, RepoConfig};
+use clover_protocol::{
+    finish_main, Outcome, RecordKind, RunResult, StageArgs, StageIo, SCHEMA_VERSION,
+};
 use clover_sandbox::gtest::LibraryCache;
 use clover_sandbox::pytest::PytestRun;
 use clover_sandbox::{Limits, Sandbox, WriteFile};
 use clover_sandbox_run::{run_responses, ResponseRunner, TAIL_BYTES};
+use clover_screen::Screen;
 
 const TOOL: &str = "clover-sandbox-run";
 
@@ -56,6 +59,11 @@ struct Cli {
     /// repeatable.
     #[arg(long = "cov", value_name = "DIR", requires = "test_file")]
     cov: Vec<String>,
+    /// The screen for reward hacking: a Python candidate with a construct no honest unit
+    /// test needs (pytest hooks, `os._exit`, tracing, frames, …) is not run and gets outcome
+    /// `rejected`. `off` is for research on the screen itself.
+    #[arg(long, value_name = "on|off", default_value = "on", value_parser = ["on", "off"])]
+    screen: String,
 }
 
 fn main() -> ExitCode {
@@ -77,17 +85,14 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             r.memory_mb = m;
         }
     }
-    let python = cli
-        .python
-        .clone()
-        .or_else(|| std::env::var_os("CLOVER_PYTHON").map(PathBuf::from))
-        .or_else(|| host_python().ok());
+    let python = default_python(&cli.python);
     let sandbox = Sandbox::new()?;
     let cache = cli
         .cache_dir
         .clone()
         .unwrap_or_else(LibraryCache::default_dir);
-    let runner = ResponseRunner::new(&sandbox, repos, python, &cache)?;
+    let runner =
+        ResponseRunner::new(&sandbox, repos, python, &cache)?.with_screen(cli.screen == "on");
     let jobs = cli
         .jobs
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
@@ -117,6 +122,15 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         summary.skipped
     );
     Ok(io.finish()?)
+}
+
+/// The interpreter for repositories whose manifest names none (and that have no `.venv` or
+/// `venv` detection found): `--python`, then `$CLOVER_PYTHON`, then `python3` on `PATH`. Both
+/// modes resolve it the same way.
+fn default_python(flag: &Option<PathBuf>) -> Option<PathBuf> {
+    flag.clone()
+        .or_else(|| std::env::var_os("CLOVER_PYTHON").map(PathBuf::from))
+        .or_else(|| host_python().ok())
 }
 
 fn host_python() -> anyhow::Result<PathBuf> {
@@ -157,10 +171,27 @@ fn direct(cli: Cli) -> anyhow::Result<()> {
             test.display()
         ),
     };
-    let python = match cli.python {
-        Some(p) => p,
-        None => host_python()?,
-    };
+    // As in streaming mode: the manifest's or the detected virtual environment's interpreter
+    // first (a folder detection cannot describe simply has none).
+    let configured = RepoConfig::resolve(None, None, Some(&repo))
+        .ok()
+        .and_then(|mut c| c.pop())
+        .and_then(|c| c.python);
+    let python = configured
+        .or_else(|| default_python(&cli.python))
+        .context("no Python interpreter: pass --python or set CLOVER_PYTHON")?;
+    if cli.screen == "on" {
+        let text = std::fs::read_to_string(&test)
+            .with_context(|| format!("cannot read the test file {}", test.display()))?;
+        let found = Screen::default().python(&text);
+        if !found.is_empty() {
+            let mut result = direct_result(&repo, &rel);
+            result.outcome = Outcome::Rejected;
+            result.message = Some(clover_sandbox_run::rejection(&found));
+            println!("{}", serde_json::to_string(&result)?);
+            return Ok(());
+        }
+    }
     let sandbox = Sandbox::new()?;
     let timeout = cli.timeout.unwrap_or(60);
     let limits = Limits {
@@ -186,6 +217,25 @@ fn direct(cli: Cli) -> anyhow::Result<()> {
     };
     let r = run.run(&sandbox)?;
     let result = RunResult {
+        outcome: r.outcome,
+        tests: r.tests,
+        coverage: r.coverage,
+        limit_hit: r.run.limit_hit,
+        exit_code: r.run.exit.code(),
+        signal: r.run.exit.signal(),
+        message: r.message,
+        stdout_tail: r.run.stdout.tail(TAIL_BYTES),
+        stderr_tail: r.run.stderr.tail(TAIL_BYTES),
+        duration_secs: r.run.duration.as_secs_f64(),
+        ..direct_result(&repo, &rel)
+    };
+    println!("{}", serde_json::to_string(&result)?);
+    Ok(())
+}
+
+/// Direct mode's result before anything ran: named by the file's path in the repository.
+fn direct_result(repo: &Path, rel: &Path) -> RunResult {
+    RunResult {
         kind: RecordKind::RunResult,
         schema_version: SCHEMA_VERSION,
         id: rel.to_string_lossy().into_owned(),
@@ -193,23 +243,21 @@ fn direct(cli: Cli) -> anyhow::Result<()> {
         model: String::new(),
         task: None,
         setting: String::new(),
-        repo: repo_name(&repo),
-        outcome: r.outcome,
-        tests: r.tests,
-        coverage: r.coverage,
-        limit_hit: r.run.limit_hit,
-        exit_code: r.run.exit.code(),
-        signal: r.run.exit.signal(),
+        repo: repo_name(repo),
+        outcome: Outcome::Error,
+        tests: Vec::new(),
+        coverage: Vec::new(),
+        limit_hit: None,
+        exit_code: None,
+        signal: None,
         candidate: None,
         answer: None,
-        message: r.message,
-        stdout_tail: r.run.stdout.tail(TAIL_BYTES),
-        stderr_tail: r.run.stderr.tail(TAIL_BYTES),
+        message: None,
+        stdout_tail: String::new(),
+        stderr_tail: String::new(),
         scoring: Default::default(),
-        duration_secs: r.run.duration.as_secs_f64(),
-    };
-    println!("{}", serde_json::to_string(&result)?);
-    Ok(())
+        duration_secs: 0.0,
+    }
 }
 
 fn repo_name(repo: &Path) -> String {

@@ -327,3 +327,133 @@ fn a_chunk_whose_call_failed_makes_its_file_an_api_error() {
     );
     assert_eq!(file.candidate, None, "nothing was assembled or run");
 }
+
+/// The screen: a candidate whose answer reaches the verdict's machinery is not run and gets
+/// outcome `rejected`, naming the construct and its line; what the prefix (the repository's
+/// own setup) holds is not the model's doing; `--screen off` runs everything.
+#[test]
+fn candidates_that_reach_the_verdict_machinery_are_rejected_unrun() {
+    let Some(py) = ready() else { return };
+    let repo = clover_testkit::fixture("python");
+    let exit = "import os\n\ndef test_add():\n    assert 1 == 2\n    os._exit(0)\n";
+    let hook = "def test_add(request):\n    request.config.pluginmanager.register(object())\n";
+    let honest = "def test_add():\n    assert helper() == 1\n";
+    let mut with_prefix = response(
+        "s3",
+        "pyfix",
+        Language::Python,
+        "tests/test_s3.py",
+        &fenced("python", honest),
+    );
+    // The prefix uses `atexit`: the ground truth's setup, outside the model's lines.
+    with_prefix.exec.prefix =
+        "import atexit\n\ndef helper():\n    atexit.register(print)\n    return 1\n\n".into();
+    let responses = vec![
+        response(
+            "s1",
+            "pyfix",
+            Language::Python,
+            "tests/test_s1.py",
+            &fenced("python", exit),
+        ),
+        response(
+            "s2",
+            "pyfix",
+            Language::Python,
+            "tests/test_s2.py",
+            &fenced("python", hook),
+        ),
+        with_prefix,
+    ];
+    let args = [
+        "--repo",
+        repo.to_str().unwrap(),
+        "--python",
+        py.to_str().unwrap(),
+    ];
+    let (results, code, stderr) = run_stage(&responses, &args);
+    assert_eq!(code, 0, "{stderr}");
+    let [s1, s2, s3] = &results[..] else {
+        panic!("{results:?} {stderr}")
+    };
+    assert_eq!(s1.outcome, Outcome::Rejected, "{:?}", s1.message);
+    let m1 = s1.message.as_deref().unwrap();
+    assert!(m1.contains("line 5:") && m1.contains("os._exit"), "{m1}");
+    assert!(s1.tests.is_empty() && s1.exit_code.is_none(), "nothing ran");
+    assert_eq!(
+        s1.candidate.as_deref(),
+        Some(exit),
+        "the candidate is kept for reading"
+    );
+    assert_eq!(s2.outcome, Outcome::Rejected, "{:?}", s2.message);
+    assert!(s2.message.as_deref().unwrap().contains("pluginmanager"));
+    assert_eq!(
+        s3.outcome,
+        Outcome::Passed,
+        "{:?} {}",
+        s3.message,
+        s3.stdout_tail
+    );
+
+    let mut off = args.to_vec();
+    off.extend(["--screen", "off"]);
+    let (results, code, stderr) = run_stage(&responses[..1], &off);
+    assert_eq!(code, 0, "{stderr}");
+    assert_ne!(
+        results[0].outcome,
+        Outcome::Rejected,
+        "{:?}",
+        results[0].message
+    );
+    assert!(results[0].exit_code.is_some(), "with the screen off it ran");
+}
+
+/// Direct mode finds the interpreter as streaming mode does: the repository's `.venv`, else
+/// `$CLOVER_PYTHON`, without `--python` (it used `python3` on `PATH`, which has no pytest).
+#[test]
+fn direct_mode_finds_the_interpreter_like_streaming_mode() {
+    let Some(py) = ready() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("repo");
+    std::fs::create_dir_all(repo.join("tests")).unwrap();
+    std::fs::write(
+        repo.join("tests/test_one.py"),
+        "def test_one():\n    assert 1 + 1 == 2\n",
+    )
+    .unwrap();
+    let direct = |env_python: Option<&std::path::Path>| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_clover-sandbox-run"));
+        c.args(["--repo", repo.to_str().unwrap(), "--test-file"])
+            .arg(repo.join("tests/test_one.py"))
+            .env_remove("CLOVER_PYTHON")
+            // A PATH whose python3 (if any) is not the test environment's.
+            .env("PATH", "/usr/bin:/bin");
+        if let Some(p) = env_python {
+            c.env("CLOVER_PYTHON", p);
+        }
+        let out = c.output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "{stderr}");
+        let r: RunResult = serde_json::from_slice(&out.stdout).unwrap();
+        (r, stderr)
+    };
+    let (r, stderr) = direct(Some(&py));
+    assert_eq!(
+        r.outcome,
+        Outcome::Passed,
+        "$CLOVER_PYTHON: {:?} {stderr} {}",
+        r.message,
+        r.stderr_tail
+    );
+    // The test environment as the repository's own `.venv`.
+    let venv = py.parent().and_then(std::path::Path::parent).unwrap();
+    std::os::unix::fs::symlink(venv, repo.join(".venv")).unwrap();
+    let (r, stderr) = direct(None);
+    assert_eq!(
+        r.outcome,
+        Outcome::Passed,
+        ".venv: {:?} {stderr} {}",
+        r.message,
+        r.stderr_tail
+    );
+}
