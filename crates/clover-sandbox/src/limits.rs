@@ -1,5 +1,5 @@
-//! Memory and process limits through cgroups (v2, else v1), rlimits for the rest, and the
-//! clean-up of cgroups left by crashed runs.
+//! Memory, process and CPU limits through cgroups (v2, else v1), rlimits for the rest, and
+//! the clean-up of cgroups left by crashed runs.
 
 use std::fs;
 use std::io;
@@ -15,8 +15,15 @@ const PREFIX: &str = "clover-sbx-";
 /// Where per-run cgroups are created, found once per [`crate::Sandbox`].
 #[derive(Debug, Clone)]
 pub(crate) enum Cgroups {
-    V2 { base: PathBuf },
-    V1 { memory: PathBuf, pids: PathBuf },
+    V2 {
+        base: PathBuf,
+    },
+    /// `cpu` is absent where the host mounts no v1 `cpu` controller: runs then have no CPU cap.
+    V1 {
+        memory: PathBuf,
+        pids: PathBuf,
+        cpu: Option<PathBuf>,
+    },
     None,
 }
 
@@ -40,7 +47,11 @@ impl Cgroups {
         let memory = v1_base(&mounts, &own, "memory");
         let pids = v1_base(&mounts, &own, "pids");
         match (memory, pids) {
-            (Some(memory), Some(pids)) => Cgroups::V1 { memory, pids },
+            (Some(memory), Some(pids)) => Cgroups::V1 {
+                memory,
+                pids,
+                cpu: v1_base(&mounts, &own, "cpu"),
+            },
             _ => Cgroups::None,
         }
     }
@@ -49,7 +60,11 @@ impl Cgroups {
     fn bases(&self) -> Vec<&Path> {
         match self {
             Cgroups::V2 { base } => vec![base],
-            Cgroups::V1 { memory, pids } => vec![memory, pids],
+            Cgroups::V1 { memory, pids, cpu } => {
+                let mut v = vec![memory.as_path(), pids.as_path()];
+                v.extend(cpu.as_deref());
+                v
+            }
             Cgroups::None => vec![],
         }
     }
@@ -92,6 +107,7 @@ impl Cgroups {
         }
         let mem = limits.memory_bytes.to_string();
         let pids = limits.pids.to_string();
+        let quota = cpu_quota_us(limits.cpus);
         match self {
             Cgroups::V2 { .. } => {
                 let d = &run.dirs[0];
@@ -99,6 +115,12 @@ impl Cgroups {
                 // Swap would let a run exceed its memory limit unseen.
                 let _ = fs::write(d.join("memory.swap.max"), "0");
                 fs::write(d.join("pids.max"), &pids)?;
+                // Present when our cgroup delegates the `cpu` controller.
+                let max = d.join("cpu.max");
+                if max.exists() {
+                    let quota = quota.map_or("max".into(), |q| q.to_string());
+                    fs::write(max, format!("{quota} {CPU_PERIOD_US}"))?;
+                }
             }
             Cgroups::V1 { .. } => {
                 let m = &run.dirs[0];
@@ -108,11 +130,25 @@ impl Cgroups {
                     fs::write(memsw, &mem)?;
                 }
                 fs::write(run.dirs[1].join("pids.max"), &pids)?;
+                if let (Some(c), Some(quota)) = (run.dirs.get(2), quota) {
+                    fs::write(c.join("cpu.cfs_period_us"), CPU_PERIOD_US.to_string())?;
+                    fs::write(c.join("cpu.cfs_quota_us"), quota.to_string())?;
+                }
             }
             Cgroups::None => {}
         }
         Ok(run)
     }
+}
+
+/// The CFS period of the CPU cap: a run over its quota waits for the next period, so a short
+/// one keeps a throttled run's latency low.
+const CPU_PERIOD_US: u64 = 100_000;
+
+/// The CPU time per period of a run that may keep `cpus` cores busy; `None` for no cap.
+fn cpu_quota_us(cpus: f64) -> Option<u64> {
+    // The kernel takes no quota under 1 ms; a cap above any machine's cores is none.
+    (cpus > 0.0 && cpus <= 4096.0).then(|| ((cpus * CPU_PERIOD_US as f64) as u64).max(1000))
 }
 
 fn detect_v2(mounts: &str, own: &str) -> Option<PathBuf> {
@@ -298,5 +334,15 @@ mod tests {
             Some("/process_api/abc")
         );
         assert!(v1_base("", own, "memory").is_none());
+    }
+
+    #[test]
+    fn cpu_quota_is_cores_times_the_period() {
+        assert_eq!(cpu_quota_us(1.0), Some(100_000));
+        assert_eq!(cpu_quota_us(2.5), Some(250_000));
+        assert_eq!(cpu_quota_us(0.001), Some(1000));
+        assert_eq!(cpu_quota_us(0.0), None);
+        assert_eq!(cpu_quota_us(f64::NAN), None);
+        assert_eq!(cpu_quota_us(f64::INFINITY), None);
     }
 }

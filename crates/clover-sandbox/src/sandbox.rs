@@ -134,6 +134,8 @@ struct LayoutKey {
     tmpfs_bytes: u64,
     memory_bytes: u64,
     pids: u64,
+    /// [`Limits::cpus`] in thousandths of a core (a float is no key).
+    cpu_millis: u64,
 }
 
 impl LayoutKey {
@@ -144,6 +146,7 @@ impl LayoutKey {
             tmpfs_bytes: self.tmpfs_bytes,
             memory_bytes: self.memory_bytes,
             pids: self.pids,
+            cpus: self.cpu_millis as f64 / 1000.0,
             ..Limits::default()
         }
     }
@@ -339,6 +342,8 @@ impl Sandbox {
             tmpfs_bytes: limits.tmpfs_bytes,
             memory_bytes: limits.memory_bytes,
             pids: limits.pids,
+            // Negative and NaN become 0: no cap, as they mean in `Limits`.
+            cpu_millis: (limits.cpus * 1000.0).round() as u64,
         };
         let pooled = self.take_prepared(&key);
         let hit = pooled.is_some();

@@ -9,7 +9,7 @@ use clover_protocol::{LimitHit, Outcome, TestCase};
 use crate::capture::Captured;
 
 /// The limits of one run. Every field has a default sized for one pytest file.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Limits {
     /// Wall clock from the start of the payload; on expiry the whole pid namespace is killed.
     pub wall: Duration,
@@ -30,6 +30,10 @@ pub struct Limits {
     pub overlay_bytes: u64,
     /// Bytes kept of each of stdout and stderr (head and tail halves).
     pub output_bytes: usize,
+    /// Cores the whole run may keep busy at once, over all its processes and threads (cgroup
+    /// `cpu.max`, or the CFS quota on v1); fractions are fine, 0 means no cap. Without it a
+    /// candidate that busy-loops in threads takes every core from the runs beside it.
+    pub cpus: f64,
 }
 
 impl Default for Limits {
@@ -45,6 +49,7 @@ impl Default for Limits {
             tmpfs_bytes: 256 * MIB,
             overlay_bytes: 256 * MIB,
             output_bytes: MIB as usize,
+            cpus: 1.0,
         }
     }
 }

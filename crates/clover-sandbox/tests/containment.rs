@@ -906,3 +906,38 @@ print('bound')
     assert_eq!(next.exit, ExitStatus::Code(0), "{}", next.stderr.text());
     assert!(next.stdout.text().ends_with("bound\n"));
 }
+
+/// CPU time per wall second of a run of two busy loops (two cores' worth of demand).
+fn busy_loops_share(c: &Case, sb: &Sandbox, cpus: Option<f64>) -> f64 {
+    let mut spec = c.spec("for i in 1 2; do (while :; do :; done) & done; sleep 2");
+    if let Some(cpus) = cpus {
+        spec.limits.cpus = cpus;
+    }
+    let out = c.run(sb, &spec);
+    assert_eq!(out.exit, ExitStatus::Code(0), "{}", out.stderr.text());
+    let share = out.cpu_time.as_secs_f64() / out.duration.as_secs_f64();
+    eprintln!(
+        "cpus {cpus:?}: {:?} of CPU in {:?}: {share:.2}",
+        out.cpu_time, out.duration
+    );
+    share
+}
+
+/// Busy loops in several processes get no more CPU than the run's cap: one core by default,
+/// a quarter when asked. (Ratios of CPU time to wall time, with margins for a loaded host.)
+#[test]
+fn busy_loops_in_parallel_get_no_more_than_the_cpu_cap() {
+    let Some(sb) = sandbox() else { return };
+    if sb.limit_backend() == clover_sandbox::LimitBackend::Rlimits {
+        clover_testkit::require::<()>("cgroups", None);
+        return;
+    }
+    let c = Case::new();
+    let default = busy_loops_share(&c, sb, None);
+    assert!(
+        default < 1.25,
+        "{default:.2} cores with the default cap of one"
+    );
+    let quarter = busy_loops_share(&c, sb, Some(0.25));
+    assert!(quarter < 0.4, "{quarter:.2} cores with a cap of a quarter");
+}
