@@ -213,6 +213,7 @@ pub fn run_judge(
         temperature: 0.0,
         top_p: 1.0,
         max_tokens: 64,
+        seed: None,
     };
     let answers: Vec<Mutex<Option<Choice>>> = jobs.iter().map(|_| Mutex::new(None)).collect();
     let next = AtomicUsize::new(0);
@@ -225,7 +226,7 @@ pub fn run_judge(
                     .client
                     .complete(&job.messages, sampling)
                     .ok()
-                    .and_then(|t| parse_choice(&t));
+                    .and_then(|c| parse_choice(&c.text));
                 *answers[k].lock().expect("no panics") = choice;
             });
         }
