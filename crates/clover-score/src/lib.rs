@@ -31,7 +31,9 @@
 //!   truth covers (`scoring.focal_coverage`, recorded by pack-context from calibrate), so a
 //!   trivial passing test is a pass but not a success — and **focal coverage vs ground
 //!   truth**: the share of those lines the candidate covers, averaged.
-//! - Every task: **no-code rate**.
+//! - Every task: **no-code rate**, and **error rate**: the share of results whose API call
+//!   failed (outcome `api_error`; nothing ran). Those results are left out of the
+//!   denominator of every other rate, since a failed call says nothing of the model.
 //! - **Context utilization** per model, task and repository, on the headline metric (RER,
 //!   success rate): Δmax = max over budgets − PO, Δmin = min over budgets − PO.
 //! - **LLM judge** ([`run_judge`]): pairwise, both orders, disagreement = tie, Wilson 95%

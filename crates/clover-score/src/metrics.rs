@@ -88,6 +88,9 @@ pub struct Verdict {
     /// C++: covered lines of the focal file the ground truth covers, over those it covers.
     pub focal_vs_gt: Option<f64>,
     pub no_code: bool,
+    /// The response's call failed (outcome `api_error`): no answer, and not the model's doing,
+    /// so the result counts in no other field.
+    pub api_error: bool,
 }
 
 /// Lines `coverage` lists for `path` (paths compare equal or as a suffix at a `/`).
@@ -190,6 +193,12 @@ fn prediction(r: &RunResult, facts: &ClozeFacts) -> Option<String> {
 
 /// Judges one run result.
 pub fn verdict(r: &RunResult, task: Task) -> Verdict {
+    if r.outcome == Outcome::ApiError {
+        return Verdict {
+            api_error: true,
+            ..Verdict::default()
+        };
+    }
     let passed = r.outcome == Outcome::Passed;
     let no_code = r.outcome == Outcome::NoCode;
     let mut v = Verdict {
@@ -257,6 +266,8 @@ pub struct Tally {
     pub exact: u64,
     pub compiled: u64,
     pub no_code: u64,
+    /// Results whose call failed: counted in `n`, left out of every rate but `error_rate`.
+    pub api_errors: u64,
     pub focal_sum: f64,
     pub focal_n: u64,
 }
@@ -269,22 +280,26 @@ impl Tally {
         self.exact += u64::from(v.exact == Some(true));
         self.compiled += u64::from(v.compiled == Some(true));
         self.no_code += u64::from(v.no_code);
+        self.api_errors += u64::from(v.api_error);
         if let Some(f) = v.focal_vs_gt {
             self.focal_sum += f;
             self.focal_n += 1;
         }
     }
 
-    /// The metrics of `task`, as fractions in [0, 1].
+    /// The metrics of `task`, as fractions in [0, 1]. `error_rate` is over all `n` results;
+    /// every other rate is over the results that have an answer (`n` − API errors), as an
+    /// API failure says nothing of the model. With no such result there are no such rates.
     pub fn metrics(&self, task: Task) -> BTreeMap<String, f64> {
-        let rate = |k: u64| {
-            if self.n == 0 {
-                0.0
-            } else {
-                k as f64 / self.n as f64
-            }
-        };
         let mut m = BTreeMap::new();
+        if self.n > 0 {
+            m.insert("error_rate".into(), self.api_errors as f64 / self.n as f64);
+        }
+        let answered = self.n - self.api_errors;
+        if answered == 0 {
+            return m;
+        }
+        let rate = |k: u64| k as f64 / answered as f64;
         match task {
             Task::AssertionCloze => {
                 m.insert("em".into(), rate(self.exact));
@@ -323,16 +338,20 @@ pub fn headline_metric(task: Task) -> &'static str {
 /// The metric names of a task, in table order.
 pub fn metric_names(task: Task) -> &'static [&'static str] {
     match task {
-        Task::AssertionCloze => &["em", "er", "rer", "no_code_rate"],
-        Task::TargetedTest | Task::CoverageTest => {
-            &["execution_rate", "success_rate", "no_code_rate"]
-        }
+        Task::AssertionCloze => &["em", "er", "rer", "no_code_rate", "error_rate"],
+        Task::TargetedTest | Task::CoverageTest => &[
+            "execution_rate",
+            "success_rate",
+            "no_code_rate",
+            "error_rate",
+        ],
         Task::CppUnitTest => &[
             "compile_rate",
             "pass_rate",
             "success_rate",
             "focal_coverage_vs_gt",
             "no_code_rate",
+            "error_rate",
         ],
     }
 }
@@ -552,6 +571,54 @@ mod tests {
         assert!(
             !verdict(&r, Task::CoverageTest).success,
             "covering is not enough"
+        );
+    }
+
+    /// A failed call is counted apart: `error_rate` over all results, and out of the
+    /// denominator of every other rate (a broken server is not a model that writes nothing).
+    #[test]
+    fn api_errors_are_their_own_rate_and_in_no_other() {
+        let s = json!({"focal_source": "src/ring_buffer.cc", "focal_coverage": [[1, 4]]});
+        let mut failed = result(Task::CppUnitTest, Outcome::ApiError, "", s.clone());
+        failed.candidate = None;
+        failed.answer = None;
+        let v = verdict(&failed, Task::CppUnitTest);
+        assert_eq!(
+            v,
+            Verdict {
+                api_error: true,
+                ..Verdict::default()
+            },
+            "no compile, no focal coverage, no no_code"
+        );
+        let mut passed = result(Task::CppUnitTest, Outcome::Passed, "x", s);
+        passed.coverage = vec![cov("src/ring_buffer.cc", 1..=4)];
+        let mut tally = Tally::default();
+        for v in [&v, &v, &v, &verdict(&passed, Task::CppUnitTest)] {
+            tally.add(v);
+        }
+        let m = tally.metrics(Task::CppUnitTest);
+        assert_eq!(m["error_rate"], 0.75);
+        for k in [
+            "compile_rate",
+            "pass_rate",
+            "success_rate",
+            "focal_coverage_vs_gt",
+        ] {
+            assert_eq!(m[k], 1.0, "{k}");
+        }
+        assert_eq!(m["no_code_rate"], 0.0);
+
+        // Only errors: the error rate, and no model metric at all rather than zeros.
+        let mut tally = Tally::default();
+        tally.add(&verdict(
+            &result(Task::CoverageTest, Outcome::ApiError, "", json!({})),
+            Task::CoverageTest,
+        ));
+        let m = tally.metrics(Task::CoverageTest);
+        assert_eq!(
+            m.into_iter().collect::<Vec<_>>(),
+            [("error_rate".to_string(), 1.0)]
         );
     }
 

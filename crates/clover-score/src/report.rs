@@ -255,6 +255,10 @@ fn pct(v: f64) -> String {
     format!("{:.1}", v * 100.0)
 }
 
+/// Under every task's table: what `n` and `error_rate` count, since the other rates leave
+/// API failures out of their denominator.
+const ERROR_RATE_LEGEND: &str = "n counts every result; error_rate is the share whose API call failed (outcome api_error, nothing ran), and every other rate leaves those out of its denominator.";
+
 fn signed_pct(v: f64) -> String {
     format!("{:+.1}", v * 100.0)
 }
@@ -289,7 +293,7 @@ pub fn to_markdown(report: &Report) -> String {
             }
             s.push('\n');
         }
-        s.push('\n');
+        let _ = writeln!(s, "\n{ERROR_RATE_LEGEND}\n");
     }
     if !report.utilization.is_empty() {
         s.push_str("## Context utilization (vs problem-only)\n\n");
@@ -525,6 +529,7 @@ svg.plot{display:block;margin:0 0 1em;max-width:100%;height:auto}\
             s.push_str("</tr>\n");
         }
         s.push_str("</tbody></table>\n");
+        let _ = writeln!(s, "<p class=\"legend\">{}</p>", esc(ERROR_RATE_LEGEND));
     }
     if !report.utilization.is_empty() {
         s.push_str("<h2>Context utilization (vs problem-only)</h2>\n<table><thead><tr><th>model</th><th>task</th><th>repo</th><th>metric</th><th>PO (%)</th><th>Δmax</th><th>best</th><th>Δmin</th><th>worst</th></tr></thead><tbody>\n");

@@ -313,6 +313,88 @@ fn json_table_and_jsonl_reports() {
     assert!(table.contains("Context utilization"));
 }
 
+/// A failed API call is its own column: `error_rate`, left out of every other rate's
+/// denominator, in the JSON, the table (with its legend) and the HTML.
+#[test]
+fn api_errors_are_a_column_of_their_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let blocks =
+        json!({"blocks": [{"path": "src/ledger/money.py", "start_line": 101, "end_line": 106}]});
+    let mut rs = vec![result(
+        "m",
+        "pyfix/a",
+        Task::CoverageTest,
+        "po",
+        "pyfix",
+        Outcome::Passed,
+        "assert f()",
+        vec![("src/ledger/money.py", (101..=106).collect())],
+        blocks.clone(),
+    )];
+    for k in 0..3 {
+        let mut r = result(
+            "m",
+            &format!("pyfix/e{k}"),
+            Task::CoverageTest,
+            "po",
+            "pyfix",
+            Outcome::ApiError,
+            "",
+            vec![],
+            blocks.clone(),
+        );
+        (r.candidate, r.answer) = (None, None);
+        rs.push(r);
+    }
+    let path = dir.path().join("results.jsonl");
+    let text: String = rs
+        .iter()
+        .map(|r| serde_json::to_string(r).unwrap() + "\n")
+        .collect();
+    std::fs::write(&path, text).unwrap();
+    let path = path.to_str().unwrap();
+
+    let (out, stderr, code) = score(&["--format", "json", path]);
+    assert_eq!(code, 0, "{stderr}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    let r = row(
+        v["rows"].as_array().unwrap(),
+        "m",
+        "coverage_test",
+        "po",
+        "*",
+    );
+    assert_eq!(r["n"], 4);
+    let m = &r["metrics"];
+    assert_eq!(
+        (
+            m["error_rate"].as_f64(),
+            m["execution_rate"].as_f64(),
+            m["success_rate"].as_f64(),
+            m["no_code_rate"].as_f64()
+        ),
+        (Some(0.75), Some(1.0), Some(1.0), Some(0.0)),
+        "the three failed calls count in no model metric"
+    );
+
+    let (table, _, code) = score(&["--format", "table", path]);
+    assert_eq!(code, 0);
+    assert!(
+        table.contains("| no_code_rate | error_rate |")
+            && table.contains("| m | po | * | 4 | 100.0 | 100.0 | 0.0 | 75.0 |")
+            && table.contains("every other rate leaves those out of its denominator"),
+        "{table}"
+    );
+    let (html, _, code) = score(&["--format", "html", path]);
+    assert_eq!(code, 0);
+    assert!(
+        html.contains("<th>error_rate (%)</th>")
+            && html.contains("<td class=\"num\">75.0</td>")
+            && html.contains("<p class=\"legend\">n counts every result; error_rate"),
+        "{html}"
+    );
+}
+
 #[test]
 fn bad_records_are_reported_and_counted() {
     let dir = tempfile::tempdir().unwrap();
