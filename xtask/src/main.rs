@@ -18,6 +18,7 @@ mod corpus_extract;
 mod corpus_extract_cpp;
 mod demo;
 mod docs;
+mod screen_corpus;
 mod setup;
 
 use std::path::{Path, PathBuf};
@@ -87,6 +88,12 @@ enum Command {
         #[arg(long)]
         write: bool,
     },
+    /// Screen the ground truth of every Python corpus problem for reward hacking; list each
+    /// hit and fail when a ground truth is rejected
+    ScreenCorpus {
+        /// Corpus packages (default: all)
+        names: Vec<String>,
+    },
     /// Install the clover binaries
     Install {
         /// Install into PREFIX/bin
@@ -113,6 +120,7 @@ fn main() -> Result<()> {
             no_build,
         } => bench_corpus::run(&root, &names, !no_build),
         Command::Install { prefix } => install(&root, &prefix),
+        Command::ScreenCorpus { names } => screen_corpus::run(&root, &names),
         Command::CorpusExtract {
             names,
             min_share,
