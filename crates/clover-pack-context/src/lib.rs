@@ -6,11 +6,16 @@
 //!   the last line shown. References that occur in more than 1% of the repository's
 //!   candidates are dropped; the rest are sampled with probability proportional to their
 //!   length, at most 50 per repository. Output reserve: 200 tokens.
-//! - **Task II, targeted test** — write a test that uses a given class or function, as the
-//!   body only (`part`) or as a whole file (`full`); the file defining the target always goes
-//!   in first. At most 25 per repository. Output reserve: 4000 tokens.
-//! - **Task III, coverage test** — write a test that executes up to 10 given unique blocks.
-//!   At most 25 per repository. Output reserve: 4000 tokens.
+//! - **Task II, targeted test** — write a test that uses a given class or function; the file
+//!   defining the target always goes in first, and problem-only prompts name neither that
+//!   file nor the target's lines. At most 25 per repository. Output reserve: 4000 tokens.
+//! - **Task III, coverage test** — write a test that executes up to 10 given unique blocks,
+//!   shown with line numbers and the lines the scorer requires marked. At most 25 per
+//!   repository. Output reserve: 4000 tokens.
+//!
+//! Tasks II and III come in two answer formats, as in CLOVER: both show the setup code and
+//! the test's declaration under the original test file's name; `part` asks for the body,
+//! `full` for the complete file.
 //! - **C++ unit test** — one instance per source chunk with k few-shot demonstrations from
 //!   other pairs; the chunk answers are appended into one test file (the join rule is in
 //!   the scoring spec).
@@ -81,7 +86,7 @@ pub struct Options {
     /// Task I drops references that occur in more than this share of a repository's
     /// candidates.
     pub max_reference_share: f64,
-    /// Task II answer formats (`part`, `full`).
+    /// Task II and III answer formats (`part`, `full`).
     pub answer_formats: Vec<String>,
     /// Few-shot demonstrations per C++ instance.
     pub shots: usize,

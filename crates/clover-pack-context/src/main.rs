@@ -50,7 +50,8 @@ struct Args {
     /// candidates.
     #[arg(long, default_value_t = 0.01, value_name = "SHARE")]
     max_reference_share: f64,
-    /// Task II answer formats.
+    /// Task II and III answer formats: `part` asks for the test's body, `full` for the whole
+    /// test file (both show the setup code and the declaration).
     #[arg(long, value_delimiter = ',', default_value = "part,full")]
     answer_formats: Vec<AnswerFormat>,
     /// Few-shot demonstrations per C++ instance.

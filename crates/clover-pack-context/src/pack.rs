@@ -54,6 +54,9 @@ pub struct Draft {
     pub problem_section: String,
     /// What to do and how to answer; always last.
     pub instruction: String,
+    /// The instruction of the problem-only setting, when it must say less than with context
+    /// (Task II names the target's file and lines only where the file is shown).
+    pub instruction_po: Option<String>,
     /// Tokens kept free for the answer.
     pub reserve: u32,
     /// Files the task needs in every setting but problem-only, in order.
@@ -77,6 +80,10 @@ impl Draft {
     }
 
     fn user_message(&self, files: &[Arc<SourceFile>]) -> String {
+        self.user_message_with(files, &self.instruction)
+    }
+
+    fn user_message_with(&self, files: &[Arc<SourceFile>], instruction: &str) -> String {
         let mut user = String::new();
         if !files.is_empty() {
             user.push_str(&context_header(&self.repo));
@@ -85,7 +92,7 @@ impl Draft {
             }
         }
         user.push_str(&self.problem_section);
-        user.push_str(&self.instruction);
+        user.push_str(instruction);
         user
     }
 
@@ -168,6 +175,12 @@ impl Draft {
         counts: &DraftCounts,
     ) -> Result<Option<Instance>, TokenizerError> {
         let Some(length) = setting.length() else {
+            if let Some(po) = &self.instruction_po {
+                // Counted whole: once per draft, and no setting shares it.
+                let (prompt, messages) = assemble(&self.system, &self.user_message_with(&[], po));
+                let tokens = tokenizer.count(&prompt)?;
+                return Ok(Some(self.instance(setting, prompt, messages, tokens, &[])));
+            }
             let (prompt, messages) = assemble(&self.system, &self.user_message(&[]));
             return Ok(Some(self.instance(
                 setting,
@@ -271,6 +284,7 @@ mod tests {
             problem_section: "### Test file: tests/test_a.py\n```python\ndef test_a():\n```\n"
                 .into(),
             instruction: "Write the body.\n".into(),
+            instruction_po: None,
             reserve: 100,
             required,
             reference: "assert True\n".into(),

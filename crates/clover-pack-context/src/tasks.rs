@@ -11,14 +11,15 @@ use std::sync::Arc;
 
 use clover_protocol::{
     AssertionForm, CalibratedProblem, CppProblem, ExecSpec, Language, PythonProblem, Target,
-    TargetKind, Task,
+    TargetKind, Task, UniqueBlock,
 };
 use serde_json::{json, Value};
 
 use crate::pack::Draft;
-use crate::prompt::{code_block, system_message};
+use crate::prompt::{code_block, fence, system_message};
 use crate::python::{
     candidate_path, candidate_selector, dedent, indent_of, line_end, line_start, split_body,
+    BodySplit,
 };
 use crate::rng::Rng;
 use crate::setting::Setting;
@@ -250,16 +251,14 @@ fn cloze_draft(repo: &str, rec: &CalibratedProblem, c: &ClozeCandidate) -> Resul
         id_suffix: Some(id_suffix),
         answer_format: "line".into(),
         system: system_message(Language::Python).into(),
-        problem_section: test_file_section(
-            &p.problem_file,
-            &format!("{}{masked_full}", &text[..ls]),
-        ),
+        problem_section: test_file_section(&p.test_file, &format!("{}{masked_full}", &text[..ls])),
         instruction: format!(
             "The last line of the test above is an assertion with one operand replaced by \
              `{MASK}`. Write that assertion line again with `{MASK}` replaced by the right \
              expression, so that the test passes. Answer with the whole assertion line only, \
              in one ```python code block.\n"
         ),
+        instruction_po: None,
         reserve: CLOZE_RESERVE,
         required: Vec::new(),
         reference: reference_line,
@@ -271,11 +270,36 @@ fn cloze_draft(repo: &str, rec: &CalibratedProblem, c: &ClozeCandidate) -> Resul
 // ---------------------------------------------------------------------------------------------
 // Tasks II and III
 
+/// Joins an instruction's sentences: `what` may end with a code block and its line break.
+fn then(what: &str, next: &str) -> String {
+    if what.ends_with('\n') {
+        format!("{what}\n{next}")
+    } else {
+        format!("{what} {next}")
+    }
+}
+
+/// The `part` instruction: the body of the test function, to go after the declaration shown.
 fn body_instruction(name: &str, what: &str) -> String {
-    format!(
-        "Write the body of the test function `{name}` (the last function above) {what} \
-         Answer with the function body only, without the `def` line, in one ```python code \
-         block.\n"
+    then(
+        &format!("Write the body of the test function `{name}` (the last function above) {what}"),
+        "Answer with the function body only, without the `def` line, in one ```python code \
+         block.\n",
+    )
+}
+
+/// The `full` instruction: the whole test file — the setup and declaration shown, completed
+/// with the body — as the paper's `full` format asks for the complete block.
+fn file_instruction(test_file: &str, name: &str, what: &str) -> String {
+    then(
+        &format!(
+            "Write the complete test file `{test_file}`: the code above (its imports, setup \
+             and the declaration of the test function `{name}`) followed by the body of \
+             `{name}`, {what}"
+        ),
+        "You may change the setup and add the imports, helpers and fixtures the test needs \
+         (fixtures from the repository's `conftest.py` files are available). Answer with the \
+         whole file in one ```python code block.\n",
     )
 }
 
@@ -300,7 +324,95 @@ fn seeded_order(
     order
 }
 
-/// Task II: a test that uses a given class or function; `part` and `full` answer formats.
+/// What a Task II or III problem asks, before it is worded for an answer format.
+struct WriteAsk<'a> {
+    task: Task,
+    /// The task's name in keys: `targeted_test`, `coverage_test`.
+    task_name: &'a str,
+    /// The end of the sentence "Write … so that it …".
+    what: String,
+    /// `what` for the problem-only setting, when it must say less.
+    what_po: Option<String>,
+    required: Vec<Arc<SourceFile>>,
+    scoring: BTreeMap<String, Value>,
+}
+
+/// The drafts of one Task II or III problem, one per answer format. Both formats show the
+/// test file up to the body — the setup code and the declaration, the paper's s and f —
+/// under the original test file's name; `part` asks for the body, `full` for the whole file.
+///
+/// Either way the oracle's answer (the reference) rebuilds the problem file byte for byte:
+/// `part` stores the body dedented with `scoring.indent` to put back, `full` stores the file
+/// up to the body's end with an empty prefix and `scoring.indent` empty.
+fn write_drafts(
+    input: &RepoInput,
+    rec: &CalibratedProblem,
+    p: &PythonProblem,
+    split: &BodySplit,
+    ask: WriteAsk,
+) -> Vec<Draft> {
+    let mut drafts = Vec::new();
+    for format in &input.options.answer_formats {
+        let mut scoring = ask.scoring.clone();
+        scoring.insert("answer_format".into(), json!(format));
+        let key = format!("{}#{}#{format}", rec.id, ask.task_name);
+        let worded = |what: &str| {
+            if format == "part" {
+                body_instruction(&p.name, what)
+            } else {
+                file_instruction(&p.test_file, &p.name, what)
+            }
+        };
+        let (reference, exec, indent) = if format == "part" {
+            (
+                split.body.clone(),
+                python_exec(input.repo, p, &key, &split.prefix, &split.suffix),
+                split.indent.clone(),
+            )
+        } else {
+            // The whole file runs: the answer may rename or add tests and helpers.
+            let mut exec = python_exec(input.repo, p, &key, "", &split.suffix);
+            exec.selectors.clear();
+            let end = p.problem_text.len() - split.suffix.len();
+            (p.problem_text[..end].to_string(), exec, String::new())
+        };
+        scoring.insert("indent".into(), json!(indent));
+        drafts.push(Draft {
+            problem_id: rec.id.clone(),
+            repo: input.repo.to_string(),
+            task: ask.task,
+            id_suffix: Some(format.clone()),
+            answer_format: format.clone(),
+            system: system_message(Language::Python).into(),
+            problem_section: test_file_section(&p.test_file, &split.prefix),
+            instruction: worded(&ask.what),
+            instruction_po: ask.what_po.as_deref().map(worded),
+            reserve: WRITE_RESERVE,
+            required: ask.required.clone(),
+            reference,
+            exec,
+            scoring,
+        });
+    }
+    drafts
+}
+
+/// Whether every draft of a problem fits the smallest setting (their prompts differ only in
+/// the instruction, and a problem is in all formats or in none).
+fn all_fit(
+    input: &RepoInput,
+    drafts: &[Draft],
+    settings: &[Setting],
+) -> Result<bool, TokenizerError> {
+    for d in drafts {
+        if !input.fits(d, settings)? {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// Task II: a test that uses a given class or function, in each answer format.
 pub fn targeted_test(input: &mut RepoInput) -> Result<Vec<Drafted>, TokenizerError> {
     let settings = input.options.settings_for(Task::TargetedTest);
     let order = seeded_order(input, "targeted_test", |r| {
@@ -342,84 +454,39 @@ pub fn targeted_test(input: &mut RepoInput) -> Result<Vec<Drafted>, TokenizerErr
             input.skip("targeted_test: target file unreadable");
             continue;
         };
+        let kind = kind_word(target.kind);
+        // With context the target's file is shown, so its place is named; problem-only gives
+        // no context, "not even the file name", as the paper's PO setting does.
         let what = format!(
-            "the {} `{}` defined in `{}` (lines {}-{})",
-            kind_word(target.kind),
-            target.name,
-            target.path,
-            target.start_line,
-            target.end_line
+            "so that it tests the {kind} `{}` defined in `{}` (lines {}-{}); the test must \
+             call it.",
+            target.name, target.path, target.start_line, target.end_line
+        );
+        let what_po = format!(
+            "so that it tests the {kind} `{}`; the test must call it.",
+            target.name
         );
         let mut scoring = BTreeMap::new();
         scoring.insert(
             "target".into(),
             json!({
                 "name": target.name,
-                "kind": kind_word(target.kind),
+                "kind": kind,
                 "path": target.path,
                 "start_line": target.start_line,
                 "end_line": target.end_line,
             }),
         );
-        let mut drafts = Vec::new();
-        for format in &input.options.answer_formats {
-            let mut scoring = scoring.clone();
-            scoring.insert("answer_format".into(), json!(format));
-            let key = format!("{}#targeted_test#{format}", rec.id);
-            let draft = if format == "part" {
-                scoring.insert("indent".into(), json!(split.indent));
-                Draft {
-                    problem_id: rec.id.clone(),
-                    repo: input.repo.to_string(),
-                    task: Task::TargetedTest,
-                    id_suffix: Some(format.clone()),
-                    answer_format: format.clone(),
-                    system: system_message(Language::Python).into(),
-                    problem_section: test_file_section(&p.problem_file, &split.prefix),
-                    instruction: body_instruction(
-                        &p.name,
-                        &format!("so that it tests {what}; the test must call it."),
-                    ),
-                    reserve: WRITE_RESERVE,
-                    required: vec![required.clone()],
-                    reference: split.body.clone(),
-                    exec: python_exec(input.repo, p, &key, &split.prefix, &split.suffix),
-                    scoring,
-                }
-            } else {
-                let mut exec = python_exec(input.repo, p, &key, "", "");
-                exec.selectors.clear();
-                Draft {
-                    problem_id: rec.id.clone(),
-                    repo: input.repo.to_string(),
-                    task: Task::TargetedTest,
-                    id_suffix: Some(format.clone()),
-                    answer_format: format.clone(),
-                    system: system_message(Language::Python).into(),
-                    problem_section: String::new(),
-                    instruction: format!(
-                        "Write a complete pytest test file for the repository `{}`, to be saved \
-                         as `{}`, with a test function `{}` that tests {what}; the test must \
-                         call it. Include the imports, helpers and fixtures it needs (fixtures \
-                         from the repository's `conftest.py` files are available). Answer with \
-                         the whole file in one ```python code block.\n",
-                        input.repo, p.problem_file, p.name
-                    ),
-                    reserve: WRITE_RESERVE,
-                    required: vec![required.clone()],
-                    reference: p.problem_text.clone(),
-                    exec,
-                    scoring,
-                }
-            };
-            drafts.push(draft);
-        }
-        // The rule is about the largest prompt: the `part` format shows the in-file code.
-        let mut fits = true;
-        for d in &drafts {
-            fits &= input.fits(d, &settings)?;
-        }
-        if !fits {
+        let ask = WriteAsk {
+            task: Task::TargetedTest,
+            task_name: "targeted_test",
+            what,
+            what_po: Some(what_po),
+            required: vec![required],
+            scoring,
+        };
+        let drafts = write_drafts(input, rec, p, &split, ask);
+        if !all_fit(input, &drafts, &settings)? {
             input.skip(
                 "targeted_test: instruction and required file do not fit the smallest setting",
             );
@@ -432,15 +499,39 @@ pub fn targeted_test(input: &mut RepoInput) -> Result<Vec<Drafted>, TokenizerErr
     Ok(out)
 }
 
-/// Task III: a test that covers given unique blocks (at most 10).
+/// A unique block as Task III shows it: every line numbered as in its file, and the lines
+/// the scorer requires a test to run marked `>` — the block's `lines`, the executable lines
+/// the ground truth covered (the whole span in records without them). Blank lines,
+/// comments, `else:` and lines no test can run (the other arm of a version check) lie in the
+/// span but are not required, so the prompt must not ask for them.
+fn marked_block(b: &UniqueBlock) -> String {
+    let width = b.end_line.to_string().len();
+    let mut text = String::new();
+    for (i, line) in b.code.lines().enumerate() {
+        let n = b.start_line + i as u32;
+        let mark = if b.lines.is_empty() || b.lines.contains(n) {
+            '>'
+        } else {
+            ' '
+        };
+        let numbered = format!("{mark} {n:>width$} | {line}");
+        text.push_str(numbered.trim_end());
+        text.push('\n');
+    }
+    let f = fence(&text);
+    format!("{f}\n{text}{f}\n")
+}
+
+/// Task III: a test that covers given unique blocks (at most 10), in each answer format.
 pub fn coverage_test(input: &mut RepoInput) -> Result<Vec<Drafted>, TokenizerError> {
     let settings = input.options.settings_for(Task::CoverageTest);
     let order = seeded_order(input, "coverage_test", |r| {
         python(r).is_some() && !r.unique_blocks.is_empty()
     });
     let mut out = Vec::new();
+    let mut taken = 0;
     for pi in order {
-        if out.len() >= input.options.coverage_per_repo {
+        if taken >= input.options.coverage_per_repo {
             break;
         }
         let rec = &input.problems[pi];
@@ -469,16 +560,18 @@ pub fn coverage_test(input: &mut RepoInput) -> Result<Vec<Drafted>, TokenizerErr
             }
         };
         let mut what = String::from(
-            "so that, when it runs, it executes every line of each of these code blocks:\n\n",
+            "so that, when it runs, it executes every line marked `>` in each of these code \
+             blocks (each line is shown with its number in the file; unmarked lines need not \
+             run):\n\n",
         );
         for (i, b) in blocks.iter().enumerate() {
             what.push_str(&format!(
-                "Block {}: `{}` lines {}-{}\n{}\n",
+                "Block {}: `{}` lines {}-{}\n{}",
                 i + 1,
                 b.path,
                 b.start_line,
                 b.end_line,
-                code_block(Language::Python, &b.code)
+                marked_block(b)
             ));
         }
         let mut scoring = BTreeMap::new();
@@ -499,31 +592,23 @@ pub fn coverage_test(input: &mut RepoInput) -> Result<Vec<Drafted>, TokenizerErr
                     .collect(),
             ),
         );
-        scoring.insert("answer_format".into(), json!("part"));
-        scoring.insert("indent".into(), json!(split.indent));
-        let key = format!("{}#coverage_test", rec.id);
-        let draft = Draft {
-            problem_id: rec.id.clone(),
-            repo: input.repo.to_string(),
+        let ask = WriteAsk {
             task: Task::CoverageTest,
-            id_suffix: None,
-            answer_format: "part".into(),
-            system: system_message(Language::Python).into(),
-            problem_section: test_file_section(&p.problem_file, &split.prefix),
-            instruction: body_instruction(&p.name, &what),
-            reserve: WRITE_RESERVE,
+            task_name: "coverage_test",
+            what,
+            what_po: None,
             required,
-            reference: split.body.clone(),
-            exec: python_exec(input.repo, p, &key, &split.prefix, &split.suffix),
             scoring,
         };
-        if !input.fits(&draft, &settings)? {
+        let drafts = write_drafts(input, rec, p, &split, ask);
+        if !all_fit(input, &drafts, &settings)? {
             input.skip(
                 "coverage_test: instruction and required files do not fit the smallest setting",
             );
             continue;
         }
-        out.push((pi, draft));
+        taken += 1;
+        out.extend(drafts.into_iter().map(|d| (pi, d)));
     }
     out.sort_by_key(|(pi, _)| *pi);
     Ok(out)
@@ -690,6 +775,7 @@ pub fn cpp_unit_test(input: &mut RepoInput, pool: &[Demo]) -> Result<Vec<Drafted
                      answers for all parts of a source file are appended into one test file \
                      that is linked with gtest_main, so do not define `main`.\n"
                 ),
+                instruction_po: None,
                 reserve: WRITE_RESERVE,
                 required: Vec::new(),
                 reference: c.unit_test.clone(),

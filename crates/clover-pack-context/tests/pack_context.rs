@@ -16,7 +16,7 @@ use clover_pack_context::{
 };
 use clover_protocol::{
     AssertionForm, CalibratedProblem, ContextTier, Exclusion, ExclusionReason, Instance,
-    RecordReader, Task, DEFAULT_MAX_LINE_BYTES,
+    RecordKind, RecordReader, Response, Task, DEFAULT_MAX_LINE_BYTES,
 };
 
 fn workspace() -> PathBuf {
@@ -78,6 +78,25 @@ fn reserve(task: Task) -> u32 {
     match task {
         Task::AssertionCloze => CLOZE_RESERVE,
         _ => WRITE_RESERVE,
+    }
+}
+
+/// A response to `inst` whose text is `text`, as generate writes it.
+fn response(inst: &Instance, text: &str) -> Response {
+    Response {
+        kind: RecordKind::Response,
+        schema_version: inst.schema_version,
+        id: format!("{}@oracle", inst.id),
+        instance_id: inst.id.clone(),
+        model: "oracle".into(),
+        task: inst.task,
+        setting: inst.setting.clone(),
+        repo: inst.repo.clone(),
+        text: text.to_string(),
+        error: None,
+        generation: Default::default(),
+        exec: inst.exec.clone(),
+        scoring: inst.scoring.clone(),
     }
 }
 
@@ -421,6 +440,7 @@ fn python_instances_keep_every_rule() {
         .collect();
     let instances = py_instances(&model, &[]);
     let mut per_task: BTreeMap<Task, usize> = BTreeMap::new();
+    let mut formats: BTreeMap<(Task, String), usize> = BTreeMap::new();
     let mut ids = BTreeSet::new();
     for inst in &instances {
         *per_task.entry(inst.task).or_default() += 1;
@@ -506,16 +526,30 @@ fn python_instances_keep_every_rule() {
             assert!(inst.prompt.contains(&text), "{}: {f} not whole", inst.id);
         }
 
-        // The candidate file: prefix + (re-indented) reference + suffix is the problem file.
-        let indent = inst.scoring.get("indent").map(str_of).unwrap_or_default();
+        // The oracle's answer — the reference, bare or in a code block as a model writes it —
+        // becomes, through the assembly sandbox-run and score use, the problem file byte for
+        // byte.
+        for text in [
+            inst.reference.clone(),
+            clover_pack_context::code_block(clover_protocol::Language::Python, &inst.reference),
+        ] {
+            let candidate = clover_answer::assemble_candidate(&response(inst, &text))
+                .unwrap_or_else(|e| panic!("{}: {e}", inst.id));
+            assert_eq!(candidate.text, p.problem_text, "{}", inst.id);
+        }
         assert!(inst.exec.candidate_path.starts_with("tests/tmp_cand_"));
+        // Prompts name the original test file, never the scratch problem file.
+        assert!(inst
+            .prompt
+            .contains(&format!("### Test file: {}\n", p.test_file)));
+        assert!(
+            !inst.prompt.contains("tmp_test_"),
+            "{}: names a scratch file",
+            inst.id
+        );
         match (inst.task, inst.answer_format.as_str()) {
             (Task::AssertionCloze, _) => {
-                let filled = format!(
-                    "{}{indent}{}{}",
-                    inst.exec.prefix, inst.reference, inst.exec.suffix
-                );
-                assert_eq!(filled, p.problem_text, "{}", inst.id);
+                let indent = str_of(&inst.scoring["indent"]);
                 assert_eq!(str_of(&inst.scoring["reference_line"]), inst.reference);
                 let masked = str_of(&inst.scoring["masked_line"]);
                 assert_eq!(
@@ -533,36 +567,113 @@ fn python_instances_keep_every_rule() {
                 );
                 assert_eq!(inst.exec.selectors.len(), 1);
             }
-            (_, "part") => {
-                let body: String = inst
-                    .reference
-                    .split_inclusive('\n')
-                    .map(|l| {
-                        if l.trim().is_empty() {
-                            l.to_string()
-                        } else {
-                            format!("{indent}{l}")
-                        }
-                    })
-                    .collect();
-                assert_eq!(
-                    format!("{}{body}{}", inst.exec.prefix, inst.exec.suffix),
-                    p.problem_text,
-                    "{}",
+            (_, format) => {
+                assert!(["part", "full"].contains(&format), "{}", inst.id);
+                assert_eq!(str_of(&inst.scoring["answer_format"]), format);
+                assert!(inst.id.ends_with(&format!("#{format}")), "{}", inst.id);
+                // Both formats show the setup code and the declaration (the paper's s and f).
+                let split = p.problem_text.len() - p.body.len();
+                assert!(
+                    inst.prompt
+                        .contains(&format!("```python\n{}```", &p.problem_text[..split])),
+                    "{}: setup and declaration not shown",
                     inst.id
                 );
-                assert!(inst.exec.selectors[0].starts_with(&inst.exec.candidate_path));
+                if format == "part" {
+                    assert!(inst.exec.selectors[0].starts_with(&inst.exec.candidate_path));
+                    assert!(inst.prompt.contains("Answer with the function body only"));
+                } else {
+                    assert_eq!(inst.reference, p.problem_text);
+                    assert!(inst.exec.prefix.is_empty() && inst.exec.selectors.is_empty());
+                    assert!(inst.prompt.contains("Answer with the whole file"));
+                }
+                *formats.entry((inst.task, format.to_string())).or_default() += 1;
             }
-            (_, "full") => {
-                assert_eq!(inst.reference, p.problem_text);
-                assert!(inst.exec.prefix.is_empty() && inst.exec.selectors.is_empty());
-            }
-            other => panic!("unexpected {other:?}"),
         }
     }
-    // Fixture facts: 6 problems own unique blocks, so Task III has 6 × 3 settings.
-    assert_eq!(per_task[&Task::CoverageTest], 6 * 3, "{per_task:?}");
+    // Every write task is built in both formats, for the same problems.
+    for task in [Task::TargetedTest, Task::CoverageTest] {
+        let (part, full) = (
+            formats[&(task, "part".to_string())],
+            formats[&(task, "full".to_string())],
+        );
+        assert!(
+            part > 0 && part == full,
+            "{task:?}: {part} part, {full} full"
+        );
+    }
+    // Fixture facts: 6 problems own unique blocks, so Task III has 6 × 3 settings × 2 formats.
+    assert_eq!(per_task[&Task::CoverageTest], 6 * 3 * 2, "{per_task:?}");
     assert!(per_task[&Task::AssertionCloze] > 0 && per_task[&Task::TargetedTest] > 0);
+}
+
+/// Task II problem-only prompts name the target but neither its file nor its lines (the
+/// paper's PO gives "not even the file name"); with context they name both.
+#[test]
+fn targeted_po_names_no_file() {
+    let Some(model) = model() else { return };
+    let instances = py_instances(&model, &["--tasks", "targeted_test", "--settings", "po,8k"]);
+    let mut seen = BTreeSet::new();
+    for inst in &instances {
+        let target = &inst.scoring["target"];
+        let (name, path) = (str_of(&target["name"]), str_of(&target["path"]));
+        let place = format!(
+            "defined in `{path}` (lines {}-{})",
+            target["start_line"], target["end_line"]
+        );
+        assert!(inst.prompt.contains(&format!("`{name}`")), "{}", inst.id);
+        if inst.setting == "po" {
+            assert!(!inst.prompt.contains(path), "{}: PO names {path}", inst.id);
+            assert!(!inst.prompt.contains("(lines "), "{}", inst.id);
+        } else {
+            assert!(inst.prompt.contains(&place), "{}", inst.id);
+        }
+        seen.insert(inst.setting.clone());
+    }
+    assert_eq!(seen.len(), 2, "{seen:?}");
+}
+
+/// A Task III prompt marks exactly the lines the scorer requires (`blocks[].lines`), each
+/// line numbered as in its file; lines of a block no test must run are shown unmarked. The
+/// fixture's inventory block (lines 86-99) has one such line, 96 (an `else:`).
+#[test]
+fn coverage_prompts_mark_the_required_lines() {
+    let Some(model) = model() else { return };
+    let instances = py_instances(&model, &["--tasks", "coverage_test", "--settings", "po"]);
+    assert!(!instances.is_empty());
+    let mut unmarked = 0;
+    for inst in &instances {
+        assert!(!inst.prompt.contains("every line of each"), "{}", inst.id);
+        let prompt_lines: Vec<&str> = inst.prompt.lines().collect();
+        for b in inst.scoring["blocks"].as_array().unwrap() {
+            let (start, end) = (
+                b["start_line"].as_u64().unwrap(),
+                b["end_line"].as_u64().unwrap(),
+            );
+            let required: Vec<u64> = b["lines"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .flat_map(|r| r[0].as_u64().unwrap()..=r[1].as_u64().unwrap())
+                .collect();
+            let width = end.to_string().len();
+            for n in start..=end {
+                let marked = required.contains(&n);
+                let gutter = format!("{} {n:>width$} |", if marked { '>' } else { ' ' });
+                assert!(
+                    prompt_lines.iter().any(|l| l.starts_with(&gutter)),
+                    "{}: line {n} of {} not shown as `{gutter}`",
+                    inst.id,
+                    b["path"]
+                );
+                unmarked += usize::from(!marked);
+            }
+        }
+    }
+    assert!(
+        unmarked > 0,
+        "the fixture has a block line no test must run"
+    );
 }
 
 /// A problem calibrate excluded yields no instance. The fixture's records are all kept (its
@@ -674,7 +785,11 @@ fn cloze_frequency_filter_and_caps() {
         .map(|(p, _)| p)
         .collect();
     assert_eq!(targeted.len(), 3);
-    assert_eq!(distinct(Task::CoverageTest).len(), 2);
+    let covered: BTreeSet<_> = distinct(Task::CoverageTest)
+        .into_iter()
+        .map(|(p, _)| p)
+        .collect();
+    assert_eq!(covered.len(), 2);
     // Both answer formats for each targeted problem, in both settings.
     assert_eq!(
         capped
