@@ -63,6 +63,20 @@ pub struct StageArgs {
 #[error("stopped at the first bad record (--on-error stop)")]
 pub struct Stopped;
 
+/// Bad usage found after the flags parsed: a repository that cannot be opened or described,
+/// an interpreter that cannot run the tests. [`finish_main`] exits with [`exit::USAGE`], as
+/// for a bad flag, so that one mistake has one code in every stage.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct Usage(pub String);
+
+impl Usage {
+    /// `e` (its whole chain, as one message) as bad usage.
+    pub fn from_error(e: impl Into<anyhow::Error>) -> anyhow::Error {
+        Usage(format!("{:#}", e.into())).into()
+    }
+}
+
 /// The open input and output of a running stage, with the bookkeeping of bad records.
 #[derive(Debug)]
 pub struct StageIo {
@@ -190,6 +204,10 @@ pub fn finish_main(tool: &str, result: anyhow::Result<u8>) -> ExitCode {
             if e.downcast_ref::<Stopped>().is_some() {
                 eprintln!("{tool}: {e}");
                 return ExitCode::from(exit::STOPPED);
+            }
+            if e.chain().any(|c| c.is::<Usage>()) {
+                eprintln!("{tool}: error: {e:#}");
+                return ExitCode::from(exit::USAGE);
             }
             eprintln!("{tool}: error: {e:#}");
             ExitCode::from(exit::FAILURE)

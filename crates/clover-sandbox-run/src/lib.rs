@@ -27,13 +27,16 @@ use std::time::{Duration, Instant};
 
 use clover_manifest::RepoConfig;
 use clover_protocol::{
-    ExecSpec, Language, OnError, Outcome, RecordKind, Response, RunResult, StageIo, Stopped,
+    ExecSpec, Language, OnError, Outcome, RecordKind, Response, RunResult, StageIo, Stopped, Usage,
     SCHEMA_VERSION,
 };
 
 use clover_sandbox::gtest::{CppProject, GtestRun, LibraryCache, LibraryError};
 use clover_sandbox::pytest::PytestRun;
-use clover_sandbox::{check_relative, Limits, RunOutput, Sandbox, SandboxError, WriteFile};
+use clover_sandbox::{
+    check_python, check_relative, InterpreterError, Limits, OnceMap, PythonTools, RunOutput,
+    Sandbox, SandboxError, WriteFile,
+};
 use clover_screen::{Finding, Screen};
 
 /// Bytes of stdout and stderr kept in a result (the end of each stream).
@@ -53,6 +56,9 @@ pub struct ResponseRunner<'a> {
     /// The screen for reward hacking that Python candidates pass before they run; `None`
     /// when it is off (`--screen off`, for research on the screen itself).
     screen: Option<Screen>,
+    /// Each interpreter's check, made before its first run: the versions, or why it cannot
+    /// serve (then the stage stops).
+    interpreters: OnceMap<PathBuf, Result<PythonTools, String>>,
 }
 
 #[derive(Debug)]
@@ -76,6 +82,17 @@ pub enum ResponseError {
     Library(#[from] LibraryError),
     #[error(transparent)]
     Sandbox(#[from] SandboxError),
+    /// The interpreter cannot run any test: not a fault of one record, so the stage stops
+    /// (exit 2, bad usage) instead of writing the same failure for every response.
+    #[error("{0}")]
+    Interpreter(String),
+}
+
+impl ResponseError {
+    /// Whether the error is the setup's, not the record's: the stage stops at once.
+    pub fn is_fatal(&self) -> bool {
+        matches!(self, ResponseError::Interpreter(_))
+    }
 }
 
 impl<'a> ResponseRunner<'a> {
@@ -107,6 +124,7 @@ impl<'a> ResponseRunner<'a> {
             default_python,
             cache: LibraryCache::new(cache_dir)?,
             screen: Some(Screen::default()),
+            interpreters: OnceMap::default(),
         })
     }
 
@@ -231,6 +249,30 @@ impl<'a> ResponseRunner<'a> {
         Ok(result)
     }
 
+    /// Checks `python` once, before its first run (see [`check_python`]), and says on stderr
+    /// what it found.
+    fn check_interpreter(&self, python: &Path, repo: &Path) -> Result<(), ResponseError> {
+        let checked =
+            self.interpreters.get_or_make(&python.to_path_buf(), || {
+                match check_python(self.sandbox, python, repo) {
+                    Ok(tools) => {
+                        eprintln!("clover-sandbox-run: {}: {tools}", python.display());
+                        Ok(Ok(tools))
+                    }
+                    Err(e @ InterpreterError::Unusable { .. }) => Ok(Err(e.to_string())),
+                    Err(InterpreterError::Sandbox(e)) => Err(e),
+                }
+            })?;
+        match checked {
+            Some(Ok(_)) => Ok(()),
+            Some(Err(why)) => Err(ResponseError::Interpreter(why)),
+            None => Err(ResponseError::Interpreter(format!(
+                "the check of {} could not be carried out",
+                python.display()
+            ))),
+        }
+    }
+
     fn repo_of(&self, response: &Response) -> Result<&Repo, ResponseError> {
         let name = if response.exec.repo.is_empty() {
             &response.repo
@@ -298,6 +340,7 @@ impl<'a> ResponseRunner<'a> {
                     .clone()
                     .or_else(|| self.default_python.clone())
                     .ok_or_else(|| ResponseError::NoPython(cfg.name.clone()))?;
+                self.check_interpreter(&python, &cfg.root)?;
                 let targets = if response.exec.selectors.is_empty() {
                     vec![response.exec.candidate_path.clone()]
                 } else {
@@ -540,6 +583,9 @@ pub fn run_responses(
                                 .or_default() += 1;
                             io.writer.write(&result)?;
                             summary.written += 1;
+                        }
+                        Err(e) if e.is_fatal() => {
+                            return Err(Usage(e.to_string()).into());
                         }
                         Err(e) => {
                             io.report_failed(line, &id, &e);

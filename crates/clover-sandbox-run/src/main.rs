@@ -11,11 +11,11 @@ use anyhow::{bail, Context};
 use clap::Parser;
 use clover_manifest::{RepoArgs, RepoConfig};
 use clover_protocol::{
-    finish_main, Outcome, RecordKind, RunResult, StageArgs, StageIo, SCHEMA_VERSION,
+    finish_main, Outcome, RecordKind, RunResult, StageArgs, StageIo, Usage, SCHEMA_VERSION,
 };
 use clover_sandbox::gtest::LibraryCache;
 use clover_sandbox::pytest::PytestRun;
-use clover_sandbox::{Limits, Sandbox, WriteFile};
+use clover_sandbox::{check_python, InterpreterError, Limits, Sandbox, WriteFile};
 use clover_sandbox_run::{run_responses, ResponseRunner, TAIL_BYTES};
 use clover_screen::Screen;
 
@@ -76,7 +76,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         direct(cli)?;
         return Ok(clover_protocol::exit::OK);
     }
-    let mut repos = cli.repos.resolve()?;
+    let mut repos = cli.repos.resolve().map_err(Usage::from_error)?;
     for r in repos.values_mut() {
         if let Some(t) = cli.timeout {
             r.timeout_secs = t;
@@ -150,7 +150,8 @@ fn direct(cli: Cli) -> anyhow::Result<()> {
     let test_file = cli.test_file.as_deref().expect("direct mode");
     let repo = repo
         .canonicalize()
-        .with_context(|| format!("cannot open the repository {}", repo.display()))?;
+        .with_context(|| format!("cannot open the repository {}", repo.display()))
+        .map_err(Usage::from_error)?;
     let test = test_file
         .canonicalize()
         .with_context(|| format!("cannot open the test file {}", test_file.display()))?;
@@ -193,6 +194,10 @@ fn direct(cli: Cli) -> anyhow::Result<()> {
         }
     }
     let sandbox = Sandbox::new()?;
+    check_python(&sandbox, &python, &repo).map_err(|e| match e {
+        InterpreterError::Unusable { .. } => Usage(e.to_string()).into(),
+        e => anyhow::Error::from(e),
+    })?;
     let timeout = cli.timeout.unwrap_or(60);
     let limits = Limits {
         wall: Duration::from_secs(timeout),

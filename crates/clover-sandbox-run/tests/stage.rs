@@ -457,3 +457,97 @@ fn direct_mode_finds_the_interpreter_like_streaming_mode() {
         r.stderr_tail
     );
 }
+
+/// An interpreter that cannot run pytest is found before the first run and stops the stage
+/// with bad usage (exit 2) and a message that says how to fix it, in both modes; a good one
+/// is reported once with its versions.
+#[test]
+fn an_interpreter_without_pytest_stops_the_stage_as_bad_usage() {
+    let Some(py) = ready() else { return };
+    let repo = clover_testkit::fixture("python");
+    let dir = tempfile::tempdir().unwrap();
+    let venv = dir.path().join("bare");
+    let made = Command::new(&py)
+        .args(["-m", "venv", "--without-pip"])
+        .arg(&venv)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let bare = venv.join("bin/python");
+    let test = "def test_ok():\n    assert True\n";
+    let responses: Vec<Response> = (1..=3)
+        .map(|i| {
+            response(
+                &format!("b{i}"),
+                "pyfix",
+                Language::Python,
+                "tests/test_b.py",
+                &fenced("python", test),
+            )
+        })
+        .collect();
+    let args = |python: &std::path::Path| {
+        vec![
+            "--repo".to_string(),
+            repo.to_str().unwrap().to_string(),
+            "--python".to_string(),
+            python.to_str().unwrap().to_string(),
+        ]
+    };
+    let bad = args(&bare);
+    let bad: Vec<&str> = bad.iter().map(String::as_str).collect();
+    let (results, code, stderr) = run_stage(&responses, &bad);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(results.is_empty(), "{results:?}");
+    assert!(
+        stderr.contains("cannot run clover's tests")
+            && stderr.contains("No module named 'pytest'")
+            && stderr.contains("pip install pytest pytest-cov coverage")
+            && !stderr.contains("Code("),
+        "{stderr}"
+    );
+    assert_eq!(
+        stderr.matches("cannot run clover's tests").count(),
+        1,
+        "said once: {stderr}"
+    );
+    let good = args(&py);
+    let good: Vec<&str> = good.iter().map(String::as_str).collect();
+    let (results, code, stderr) = run_stage(&responses, &good);
+    assert_eq!((code, results.len()), (0, 3), "{stderr}");
+    assert_eq!(
+        stderr.matches(", pytest ").count(),
+        1,
+        "versions once: {stderr}"
+    );
+    assert!(
+        stderr.contains("Python 3.") && stderr.contains("coverage "),
+        "{stderr}"
+    );
+
+    let out = Command::new(env!("CARGO_BIN_EXE_clover-sandbox-run"))
+        .args(["--repo", repo.to_str().unwrap(), "--python"])
+        .arg(&bare)
+        .arg("--test-file")
+        .arg(repo.join("tests/test_money.py"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("No module named 'pytest'"), "{stderr}");
+}
+
+/// A repository that cannot be opened is bad usage, as in extract (it was 1 here).
+#[test]
+fn a_repository_that_cannot_be_opened_is_bad_usage() {
+    let out = Command::new(env!("CARGO_BIN_EXE_clover-sandbox-run"))
+        .args(["--repo", "/nonexistent/clover-repo", "/dev/null"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -85,6 +85,7 @@ mod capture;
 mod error;
 mod fs;
 pub mod gtest;
+mod interpreter;
 mod limits;
 mod once;
 pub mod pytest;
@@ -96,6 +97,7 @@ mod spec;
 pub use capture::Captured;
 pub use error::SandboxError;
 pub use fs::check_relative;
+pub use interpreter::{check_python, InterpreterError, PythonTools};
 pub use once::OnceMap;
 pub use sandbox::Sandbox;
 pub use spec::{
