@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use globset::{Glob, GlobBuilder, GlobSet, GlobSetBuilder};
+use clover_manifest::PathGlobs;
 
 use crate::error::{ExtractError, FileIssue, IssueKind};
 
@@ -20,49 +20,25 @@ const PRUNED_DIRS: &[&str] = &[
     "target",
 ];
 
-/// A compiled set of globs, some matched on the file name and some on the relative path.
+/// Test globs and excludes, with the manifest's one meaning (see [`PathGlobs`]).
 #[derive(Debug, Clone)]
-pub(crate) struct Globs {
-    names: GlobSet,
-    paths: GlobSet,
-}
+pub(crate) struct Globs(PathGlobs);
 
 impl Globs {
     pub(crate) fn new(globs: &[String]) -> Result<Self, ExtractError> {
-        let mut names = GlobSetBuilder::new();
-        let mut paths = GlobSetBuilder::new();
-        for g in globs {
-            let err = |e: globset::Error| ExtractError::Glob {
-                glob: g.clone(),
-                message: e.kind().to_string(),
-            };
-            if g.contains('/') {
-                paths.add(
-                    GlobBuilder::new(g)
-                        .literal_separator(true)
-                        .build()
-                        .map_err(err)?,
-                );
-            } else {
-                names.add(Glob::new(g).map_err(err)?);
-            }
-        }
-        let build = |b: GlobSetBuilder| {
-            b.build().map_err(|e| ExtractError::Glob {
-                glob: globs.join(", "),
-                message: e.to_string(),
+        PathGlobs::new(globs)
+            .map(Globs)
+            .map_err(|e| ExtractError::Glob {
+                glob: e.glob,
+                message: e.message,
             })
-        };
-        Ok(Globs {
-            names: build(names)?,
-            paths: build(paths)?,
-        })
     }
 
-    /// Whether `rel` (a `/`-separated path relative to the root) matches.
+    /// Whether `rel` (a `/`-separated path relative to the root) matches by its own name or
+    /// path; the walk asks for each folder before it descends, so an excluded folder is never
+    /// entered.
     pub(crate) fn matches(&self, rel: &str) -> bool {
-        let name = rel.rsplit('/').next().unwrap_or(rel);
-        self.names.is_match(name) || self.paths.is_match(rel)
+        self.0.is_match(rel)
     }
 }
 

@@ -32,8 +32,10 @@ use std::path::{Path, PathBuf};
 use clover_protocol::Language;
 use serde::Deserialize;
 
+mod globs;
 mod python_layout;
 
+pub use globs::{GlobError, PathGlobs};
 pub use python_layout::NON_PACKAGE_DIRS;
 
 /// The test-file globs used when a repository names none.

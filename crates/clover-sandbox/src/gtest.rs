@@ -33,7 +33,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clover_protocol::{FileCoverage, LimitHit, Outcome, TestCase, TestOutcome};
-use globset::{Glob, GlobSet, GlobSetBuilder};
 
 use crate::once::OnceMap;
 use crate::report::{parse_cobertura_lines, parse_junit, FileLines};
@@ -108,15 +107,11 @@ impl CppProject {
 
     /// The library's translation units, repository-relative and sorted.
     fn library_sources(&self, repo: &Path) -> Result<Vec<PathBuf>, SandboxError> {
-        let globs = |pats: &[String], what: &str| -> Result<GlobSet, SandboxError> {
-            let mut b = GlobSetBuilder::new();
-            for p in pats {
-                b.add(Glob::new(p).map_err(|e| {
-                    SandboxError::InvalidSpec(format!("{what} glob `{p}` is invalid: {e}"))
-                })?);
-            }
-            b.build()
-                .map_err(|e| SandboxError::InvalidSpec(format!("{what} globs: {e}")))
+        // The manifest's one meaning of a glob, as extract reads it: a name at any depth, or
+        // a path from the root when it holds a `/`.
+        let globs = |pats: &[String], what: &str| {
+            clover_manifest::PathGlobs::new(pats)
+                .map_err(|e| SandboxError::InvalidSpec(format!("{what} glob: {e}")))
         };
         let tests = globs(&self.test_globs, "test")?;
         let excludes = globs(&self.excludes, "exclude")?;
@@ -124,10 +119,10 @@ impl CppProject {
         for dir in &self.source_dirs {
             for rel in walk_files(repo, dir) {
                 let ext = rel.extension().and_then(|e| e.to_str()).unwrap_or("");
-                let name = rel.file_name().unwrap_or_default();
+                let path = rel.to_string_lossy();
                 if CXX_EXTENSIONS.contains(&ext)
-                    && !tests.is_match(name)
-                    && !excludes.is_match(&rel)
+                    && !tests.is_match(&path)
+                    && !excludes.covers(&path)
                 {
                     found.push(rel);
                 }
@@ -1013,6 +1008,17 @@ mod tests {
         };
         let got = project.library_sources(dir.path()).unwrap();
         assert_eq!(got, vec![PathBuf::from("src/a.cc"), "src/sub/b.cpp".into()]);
+        // An exclude without `/` is a name at any depth, as extract reads it: a tool with its
+        // own main() below the sources is not linked into the library.
+        std::fs::write(dir.path().join("src/sub/bench.cc"), "int main() {}\n").unwrap();
+        let tool = CppProject {
+            excludes: vec!["bench.cc".into()],
+            ..project.clone()
+        };
+        assert_eq!(
+            tool.library_sources(dir.path()).unwrap(),
+            vec![PathBuf::from("src/a.cc"), "src/sub/b.cpp".into()]
+        );
         let k1 = project.cache_key(dir.path());
         std::fs::write(dir.path().join("src/c.h"), "#define X 1\n").unwrap();
         assert_ne!(
