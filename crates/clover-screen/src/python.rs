@@ -483,7 +483,7 @@ impl Walk<'_> {
             }
             "delete_statement" => {
                 for target in named_children(n) {
-                    self.builtins_target(target);
+                    self.write_target(target);
                 }
             }
             "string" | "concatenated_string" => return self.string(n, ctx),
@@ -582,6 +582,24 @@ impl Walk<'_> {
                 }
             }
             _ => {}
+        }
+        // `setattr(pytest.TestReport, …)` and `monkeypatch.setattr(pytest.TestReport, …)`:
+        // monkeypatch undoes it only at teardown, after the test's own report was made.
+        let setter = path
+            .as_deref()
+            .is_some_and(|p| matches!(p, "builtins.setattr" | "builtins.delattr"))
+            || function.is_some_and(|f| {
+                f.kind() == "attribute"
+                    && f.child_by_field_name("attribute")
+                        .is_some_and(|a| matches!(text(a, self.src), "setattr" | "delattr"))
+            });
+        if setter {
+            let target = positional
+                .first()
+                .and_then(|a| resolve(*a, self.src, self.names));
+            if let Some(t) = target.filter(|t| t == "pytest" || t.starts_with("pytest.")) {
+                self.report(n, Rule::TestMachinery, format!("setattr({t}, …)"));
+            }
         }
         if let Some(f) = function {
             let inner = Ctx {
@@ -682,12 +700,14 @@ impl Walk<'_> {
         if left.kind() == "identifier" && text(left, self.src) == "pytest_plugins" {
             self.report(n, Rule::PytestHook, "pytest_plugins");
         }
-        self.builtins_target(left);
+        self.write_target(left);
     }
 
-    /// Reports a target that writes a name of `builtins`: `builtins.open = …`,
-    /// `__builtins__["x"] = …`, `__builtins__ = …`, in tuples too.
-    fn builtins_target(&mut self, target: Node) {
+    /// Reports a target that writes a name of `builtins` (`builtins.open = …`,
+    /// `__builtins__["x"] = …`, `__builtins__ = …`) or anything below `pytest`
+    /// (`pytest.TestReport.from_item_and_call = …`: its public names are `_pytest`'s own
+    /// classes), in tuples too.
+    fn write_target(&mut self, target: Node) {
         match target.kind() {
             "identifier" if text(target, self.src) == "__builtins__" => {
                 self.report(target, Rule::BuiltinsWrite, "__builtins__");
@@ -697,8 +717,11 @@ impl Walk<'_> {
                     return;
                 };
                 let mut parts = path.split('.');
-                if parts.next() == Some("builtins") && parts.count() == 1 {
+                let first = parts.next();
+                if first == Some("builtins") && parts.count() == 1 {
                     self.report(target, Rule::BuiltinsWrite, path);
+                } else if first == Some("pytest") {
+                    self.report(target, Rule::TestMachinery, path);
                 }
             }
             "pattern_list"
@@ -709,7 +732,7 @@ impl Walk<'_> {
             | "tuple"
             | "list" => {
                 for child in named_children(target) {
-                    self.builtins_target(child);
+                    self.write_target(child);
                 }
             }
             _ => {}
@@ -732,6 +755,10 @@ impl Walk<'_> {
         });
         if contents.contains(REPORT_FOLDER) {
             self.report(n, Rule::ReportFolder, REPORT_FOLDER);
+        } else if names_pytest_internals(&contents) && !ctx.reported {
+            // `mock.patch("_pytest.reports.TestReport.outcome")`,
+            // `monkeypatch.setattr("pytest.TestReport.from_item_and_call", …)`.
+            self.report(n, Rule::TestMachinery, format!("\"{contents}\""));
         } else if let Some(rule) = literal_attribute_rule(&contents).filter(|_| !ctx.reported) {
             // `getattr(x, "f_back")`, `attrgetter("f_back")`, `vars(sys)["_getframe"]`.
             self.report(n, rule, format!("\"{contents}\""));
@@ -743,6 +770,14 @@ impl Walk<'_> {
             }
         }
     }
+}
+
+/// Whether a string names something of pytest's by its dotted path: `_pytest.…`, or a class
+/// of `pytest.…` (`pytest.TestReport`; not a file name such as `pytest.ini`).
+fn names_pytest_internals(s: &str) -> bool {
+    s.starts_with("_pytest.")
+        || s.strip_prefix("pytest.")
+            .is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_uppercase()))
 }
 
 /// Statements that hold no other statement: the unit a finding is shown (and allowed) in.
@@ -1100,6 +1135,39 @@ def sneaky(request):
         assert_eq!(
             found("Plugin = type('P', (), {'pytest_sessionfinish': f})\n"),
             one(Rule::PytestHook, "\"pytest_sessionfinish\"", 1)
+        );
+    }
+
+    #[test]
+    fn pytest_exit_and_writes_to_pytests_classes() {
+        assert_eq!(
+            found("import pytest\npytest.exit('done', returncode=0)\n"),
+            one(Rule::ProcessExit, "pytest.exit", 2)
+        );
+        assert_eq!(
+            found("import pytest\npytest.TestReport.from_item_and_call = fake\n"),
+            one(
+                Rule::TestMachinery,
+                "pytest.TestReport.from_item_and_call",
+                2
+            )
+        );
+        assert_eq!(
+            found("import pytest as p\ndef test_x(monkeypatch):\n    monkeypatch.setattr(p.TestReport, 'outcome', 'passed')\n"),
+            one(Rule::TestMachinery, "setattr(pytest.TestReport, …)", 3)
+        );
+        assert_eq!(
+            found("def test_x(monkeypatch):\n    monkeypatch.setattr('pytest.TestReport.outcome', 'passed')\n"),
+            one(Rule::TestMachinery, "\"pytest.TestReport.outcome\"", 2)
+        );
+        assert_eq!(
+            found("from unittest import mock\nmock.patch('_pytest.runner.call_and_report')\n"),
+            one(Rule::TestMachinery, "\"_pytest.runner.call_and_report\"", 2)
+        );
+        // Reading pytest's public names, and a file called pytest.ini, are honest.
+        assert_eq!(
+            found("import pytest\ndef test_x(request: pytest.FixtureRequest, tmp_path):\n    (tmp_path / 'pytest.ini').write_text('')\n    assert pytest.approx(1) == 1\n"),
+            Vec::new()
         );
     }
 

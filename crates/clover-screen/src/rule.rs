@@ -6,16 +6,18 @@ use std::fmt;
 /// decides its verdict instead of the code under test.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Rule {
-    /// Imports or reaches `_pytest`, `pytest_cov` or `coverage`: the runner and the tracer
-    /// that write the verdict and the coverage a test is scored by.
+    /// Imports or reaches `_pytest`, `pytest_cov` or `coverage` (the runner and the tracer
+    /// that write the verdict and the coverage a test is scored by), or writes to pytest's
+    /// classes (`pytest.TestReport.x = …`, `monkeypatch.setattr(pytest.TestReport, …)`, a
+    /// `"_pytest.…"` path for `mock.patch`).
     TestMachinery,
     /// Defines a `pytest_*` hook, lists `pytest_plugins`, marks a `hookimpl`, or reaches
     /// `pluginmanager`: a plugin sees and can rewrite every report.
     PytestHook,
     /// Reaches `atexit`: code that runs after the session, when the report is written.
     Atexit,
-    /// `os._exit` or an `os.exec*`: the process ends (or becomes another program) without
-    /// pytest's session end.
+    /// `os._exit`, an `os.exec*` or `pytest.exit`: the process ends (or becomes another
+    /// program) without the test's own outcome.
     ProcessExit,
     /// `sys.settrace`/`setprofile`/`monitoring`, `threading.settrace`/`setprofile`: the hooks
     /// the coverage tracer itself sits on.
@@ -100,6 +102,8 @@ pub(crate) const PATHS: &[(&str, Rule)] = &[
     ("pytest.hookspec", Rule::PytestHook),
     ("pluggy", Rule::PytestHook),
     ("atexit", Rule::Atexit),
+    // Ends the session with the exit code it is given, whatever the test's outcome.
+    ("pytest.exit", Rule::ProcessExit),
     ("os._exit", Rule::ProcessExit),
     ("posix._exit", Rule::ProcessExit),
     ("os.execv", Rule::ProcessExit),

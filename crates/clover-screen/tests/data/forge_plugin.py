@@ -20,3 +20,8 @@ def register(request):
 def test_claims_lines():
     cov.Coverage.current().get_data().add_lines({"src/mod.py": [1, 2, 3]})  # screen: test-machinery
     assert False
+
+
+def test_rewrites_pytests_report_class(monkeypatch):
+    monkeypatch.setattr(pytest.TestReport, "outcome", "passed")  # screen: test-machinery
+    pytest.exit("done", returncode=0)  # screen: process-exit
