@@ -13,8 +13,11 @@
 //! the names the test takes from the repository's own modules, followed to the file that
 //! defines them.
 //!
-//! For a **C++** repository ([`Language::Cpp`]) every source paired with a GoogleTest file by
-//! base name (`foo.cc` ↔ `foo_test.cc`, else `foo_unittest.cc`) becomes one problem with the
+//! For a **C++** repository ([`Language::Cpp`]) every source (under `source_dirs`) paired with
+//! a GoogleTest file (under `test_dirs`) by base name (`foo.cc` ↔ `foo_test.cc`, else
+//! `foo_unittest.cc`), or — clover's extension, marked in the record and off with
+//! [`ExtractOptions::pair_by_includes`] — through the headers a test includes
+//! ([`pair_cpp_files`]), becomes one problem with the
 //! CPP-UT-Bench fields: comment-stripped code and ground truth, the header, each
 //! `TEST`/`TEST_F`/`TEST_P`/`TYPED_TEST` with its span, and chunks of at most
 //! [`ExtractOptions::chunk_lines`] lines cut along top-level syntax nodes. [`CppUtBenchRow`]

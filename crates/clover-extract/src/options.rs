@@ -25,9 +25,9 @@ pub struct ExtractOptions {
     /// the repository's. Empty means "any importable module under the root that is not a test".
     pub source_dirs: Vec<PathBuf>,
     /// Test-file globs, matched against the file name, or against the path relative to the
-    /// root when the glob holds a `/`.
+    /// root when the glob holds a `/` (`clover_manifest::PathGlobs`).
     pub test_globs: Vec<String>,
-    /// Globs (relative to the root) of files and folders never read.
+    /// Globs of files and folders never read, with the same meaning as `test_globs`.
     pub excludes: Vec<String>,
     /// Files larger than this many bytes are reported and skipped.
     pub max_file_bytes: u64,

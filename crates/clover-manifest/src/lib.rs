@@ -10,7 +10,7 @@
 //! source_dirs = ["src/ledger"]    # the repository's own code (files or folders)
 //! test_dirs = ["tests"]
 //! test_globs = ["test_*.py", "*_test.py"]
-//! excludes = ["tests/slow/**"]
+//! excludes = ["tests/slow/**", "benchmarks"]   # see PathGlobs: a name, or a path with `/`
 //! python = ".venv/bin/python"     # relative to the repository, or absolute
 //! setup = ["pip install -e ."]
 //! timeout_secs = 60
@@ -23,6 +23,9 @@
 //! C++ repositories add `include_dirs`, `cxx`, `cxxflags`, `link` (library names without
 //! `-l`) and `pair_by_includes` (default `true`: a test no base name pairs is paired through
 //! the headers it includes; `false` keeps CPP-UT-Bench's base-name rule alone). Unknown keys are errors, so a typo never silently falls back to a default.
+//!
+//! Left out, `source_dirs` and `test_dirs` are detected ([`RepoConfig::detect`]): for Python
+//! the distribution's own packages, from its packaging files when they say.
 //!
 //! This crate only reads and checks configuration; it runs nothing and installs nothing.
 
