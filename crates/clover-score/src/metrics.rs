@@ -91,6 +91,9 @@ pub struct Verdict {
     /// The response's call failed (outcome `api_error`): no answer, and not the model's doing,
     /// so the result counts in no other field.
     pub api_error: bool,
+    /// The screen for reward hacking refused the candidate (outcome `rejected`): the model's
+    /// doing, so a failed execution, and counted apart too.
+    pub rejected: bool,
 }
 
 /// Lines `coverage` lists for `path` (paths compare equal or as a suffix at a `/`).
@@ -204,6 +207,7 @@ pub fn verdict(r: &RunResult, task: Task) -> Verdict {
     let mut v = Verdict {
         executed: passed,
         no_code,
+        rejected: r.outcome == Outcome::Rejected,
         ..Verdict::default()
     };
     match task {
@@ -268,6 +272,8 @@ pub struct Tally {
     pub no_code: u64,
     /// Results whose call failed: counted in `n`, left out of every rate but `error_rate`.
     pub api_errors: u64,
+    /// Results the screen refused to run.
+    pub rejected: u64,
     pub focal_sum: f64,
     pub focal_n: u64,
 }
@@ -281,6 +287,7 @@ impl Tally {
         self.compiled += u64::from(v.compiled == Some(true));
         self.no_code += u64::from(v.no_code);
         self.api_errors += u64::from(v.api_error);
+        self.rejected += u64::from(v.rejected);
         if let Some(f) = v.focal_vs_gt {
             self.focal_sum += f;
             self.focal_n += 1;
@@ -323,6 +330,7 @@ impl Tally {
             }
         }
         m.insert("no_code_rate".into(), rate(self.no_code));
+        m.insert("rejected_rate".into(), rate(self.rejected));
         m
     }
 }
@@ -338,11 +346,19 @@ pub fn headline_metric(task: Task) -> &'static str {
 /// The metric names of a task, in table order.
 pub fn metric_names(task: Task) -> &'static [&'static str] {
     match task {
-        Task::AssertionCloze => &["em", "er", "rer", "no_code_rate", "error_rate"],
+        Task::AssertionCloze => &[
+            "em",
+            "er",
+            "rer",
+            "no_code_rate",
+            "rejected_rate",
+            "error_rate",
+        ],
         Task::TargetedTest | Task::CoverageTest => &[
             "execution_rate",
             "success_rate",
             "no_code_rate",
+            "rejected_rate",
             "error_rate",
         ],
         Task::CppUnitTest => &[
@@ -351,6 +367,7 @@ pub fn metric_names(task: Task) -> &'static [&'static str] {
             "success_rate",
             "focal_coverage_vs_gt",
             "no_code_rate",
+            "rejected_rate",
             "error_rate",
         ],
     }
@@ -358,6 +375,32 @@ pub fn metric_names(task: Task) -> &'static [&'static str] {
 
 #[cfg(test)]
 mod tests {
+    /// A candidate the screen refused is a failed execution on every task, and its own rate.
+    #[test]
+    fn a_rejected_candidate_fails_and_is_counted_apart() {
+        let blocks = json!({"blocks": [{"path": "src/a.py", "start_line": 1, "end_line": 2}]});
+        let mut r = result(Task::CoverageTest, Outcome::Rejected, "os._exit(0)", blocks);
+        r.coverage = vec![cov("src/a.py", 1..=2)];
+        let v = verdict(&r, Task::CoverageTest);
+        assert_eq!((v.executed, v.success, v.rejected), (false, false, true));
+        let mut tally = Tally::default();
+        tally.add(&v);
+        tally.add(&verdict(
+            &result(Task::CoverageTest, Outcome::Passed, "x", json!({})),
+            Task::CoverageTest,
+        ));
+        let m = tally.metrics(Task::CoverageTest);
+        assert_eq!((m["rejected_rate"], m["execution_rate"]), (0.5, 0.5));
+        for task in [
+            Task::AssertionCloze,
+            Task::TargetedTest,
+            Task::CoverageTest,
+            Task::CppUnitTest,
+        ] {
+            assert!(metric_names(task).contains(&"rejected_rate"), "{task:?}");
+        }
+    }
+
     use super::*;
     use clover_protocol::{RecordKind, SCHEMA_VERSION};
     use serde_json::json;

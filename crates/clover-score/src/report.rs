@@ -257,7 +257,7 @@ fn pct(v: f64) -> String {
 
 /// Under every task's table: what `n` and `error_rate` count, since the other rates leave
 /// API failures out of their denominator.
-const ERROR_RATE_LEGEND: &str = "n counts every result; error_rate is the share whose API call failed (outcome api_error, nothing ran), and every other rate leaves those out of its denominator.";
+const ERROR_RATE_LEGEND: &str = "n counts every result; error_rate is the share whose API call failed (outcome api_error, nothing ran), and every other rate leaves those out of its denominator. rejected_rate is the share the screen for reward hacking refused to run (outcome rejected): failed executions, counted against the model.";
 
 fn signed_pct(v: f64) -> String {
     format!("{:+.1}", v * 100.0)

@@ -380,8 +380,8 @@ fn api_errors_are_a_column_of_their_own() {
     let (table, _, code) = score(&["--format", "table", path]);
     assert_eq!(code, 0);
     assert!(
-        table.contains("| no_code_rate | error_rate |")
-            && table.contains("| m | po | * | 4 | 100.0 | 100.0 | 0.0 | 75.0 |")
+        table.contains("| no_code_rate | rejected_rate | error_rate |")
+            && table.contains("| m | po | * | 4 | 100.0 | 100.0 | 0.0 | 0.0 | 75.0 |")
             && table.contains("every other rate leaves those out of its denominator"),
         "{table}"
     );
