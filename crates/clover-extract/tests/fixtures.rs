@@ -249,8 +249,20 @@ fn detection_and_collect_ignore_are_explained() {
     assert_eq!(code, 0, "{stderr}");
     let ps = problems(stdout);
     let ids: Vec<&str> = ps.iter().map(|p| p.id.as_str()).collect();
-    assert_eq!(ids, vec!["py_layout/tests/test_utils.py::test_slugify"]);
-    let refs = &ps[0].python.as_ref().unwrap().repo_refs;
+    assert_eq!(
+        ids,
+        vec![
+            "py_layout/tests/test_client.py::test_client_uses_the_module_db",
+            "py_layout/tests/test_utils.py::test_slugify"
+        ]
+    );
+    // The conftest's `client` requests `db`, which this module registers under that name.
+    let text = &ps[0].python.as_ref().unwrap().problem_text;
+    assert!(
+        text.contains("def memory_db") && !text.contains("def unrelated"),
+        "{text}"
+    );
+    let refs = &ps[1].python.as_ref().unwrap().repo_refs;
     assert!(
         refs.iter()
             .any(|r| r.file.as_deref() == Some("falcon/_utils.py")),
@@ -262,7 +274,7 @@ fn detection_and_collect_ignore_are_explained() {
         "explain: py_layout:   test file tests/test_utils.py",
         "left out tests/legacy/test_old.py: never collected by pytest: tests/conftest.py lists it",
         "left out tests/test_utils_py2.py: never collected by pytest",
-        "1 problem(s) from 1 of 3 test file(s), 2 issue(s)",
+        "2 problem(s) from 2 of 4 test file(s), 2 issue(s)",
         "2 test file(s) left out by conftest collect_ignore",
     ] {
         assert!(stderr.contains(want), "no `{want}` in:\n{stderr}");

@@ -138,7 +138,7 @@ pub(crate) fn isolate(
                 Role::Plain { always } => {
                     (always && !u.names.iter().any(|n| other_tests.contains(n.as_str())))
                         || defines_any(u, &needed)
-                        || (u.fixture && conftest_requests.contains(u.name()))
+                        || (u.fixture && u.defines.iter().any(|d| conftest_requests.contains(d)))
                 }
                 Role::Compound => false,
             };
