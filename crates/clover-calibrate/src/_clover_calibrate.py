@@ -1,7 +1,7 @@
 """clover calibrate's pytest plugin: per-test coverage contexts, and their report.
 
 Loaded with `-p _clover_calibrate` (its folder on PYTHONPATH) into the pytest process that
-pytest-cov measures, so the report needs no second interpreter. It does three things:
+pytest-cov measures, so the report needs no second interpreter. It does four things:
 
 * It stops coverage.py while pytest collects and starts it again at the first test's setup.
   calibrate attributes lines run at import and collection time to no test, so measuring them
@@ -19,11 +19,18 @@ pytest-cov measures, so the report needs no second interpreter. It does three th
   `{"files": {FILE: {"executable": [LINE...], "contexts": {CONTEXT: [LINE...]}}}}`, for the
   measured files that are not test files and that some test context touched (calibrate keeps
   nothing else), each context named once per file.
+* It lets the empty test (`def test_clover_empty(self, **parameters)`) collect under a
+  class-level or module-level `parametrize`, by showing pytest the parameters' names as its
+  signature; pytest refuses a test that takes none of an enclosing mark's arguments.
+
+Coverage is configured by calibrate's own settings file (`--cov-config`, the one sandbox-run
+uses), which names files by their path from the repository root.
 
 A failure here never changes the tests' outcome: it is written to stderr and the report is
 left unwritten, which calibrate reports as a missing coverage report.
 """
 
+import inspect
 import json
 import os
 import sys
@@ -44,6 +51,48 @@ _TEST_PREFIXES = ("tmp_test_", "tmp_empty_", "test_")
 def _is_test_file(path):
     name = os.path.basename(path)
     return name.startswith(_TEST_PREFIXES) or name.endswith("_test.py") or name == "conftest.py"
+
+
+# The empty test calibrate writes in place of a problem's test: `def test_clover_empty(self,
+# **parameters)`.
+_EMPTY_TEST = "test_clover_empty"
+
+
+def _parametrized_names(collector):
+    """The argument names of the `parametrize` marks of `collector` and the nodes above it."""
+    names = []
+    for mark in collector.iter_markers(name="parametrize"):
+        argnames = mark.args[0] if mark.args else mark.kwargs.get("argnames", ())
+        if isinstance(argnames, str):
+            argnames = [n.strip() for n in argnames.split(",") if n.strip()]
+        names.extend(n for n in argnames if n not in names)
+    return names
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pycollect_makeitem(collector, name, obj):
+    """Shows pytest the empty test as taking the arguments of an enclosing `parametrize`.
+
+    A class-level (or module `pytestmark`) `parametrize` applies to every test under it, and
+    pytest refuses to collect one that takes none of its arguments ("function uses no argument
+    'x'"). The empty test takes them through `**parameters`, which pytest does not read, so its
+    signature names them.
+    """
+    if name != _EMPTY_TEST or not callable(obj):
+        return None
+    names = _parametrized_names(collector)
+    if names:
+        signature = inspect.signature(obj)
+        kept = [
+            p for p in signature.parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD
+        ]
+        kept += [
+            inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY)
+            for n in names
+            if n not in signature.parameters
+        ]
+        obj.__signature__ = signature.replace(parameters=kept)
+    return None
 
 
 # The Coverage object stopped for collection, until the first test starts it again.
@@ -82,7 +131,10 @@ def pytest_sessionfinish(session):
     cwd = os.getcwd()
     try:
         os.chdir(_ROOT)
-        cov = coverage.Coverage(data_file=os.environ["COVERAGE_FILE"])
+        # The settings pytest-cov measured with (calibrate's own file, which names files
+        # from the repository root), not whatever the repository keeps.
+        config = getattr(session.config.option, "cov_config", None) or True
+        cov = coverage.Coverage(data_file=os.environ["COVERAGE_FILE"], config_file=config)
         cov.load()
         data = cov.get_data()
         files = {}

@@ -12,11 +12,19 @@
 //! process. A small plugin of ours, loaded into that process ([`coverage_json::PLUGIN`]),
 //! switches coverage.py's dynamic context once per test, keeps coverage stopped while pytest
 //! collects, and writes every test's lines at session end ([`coverage_json`]). The group
-//! runs `runs` times (default 3); a problem whose outcome or lines change between runs is
-//! flaky. The slow path (`--per-test`) runs each problem with its empty variant in a process
+//! runs `runs` times (default 3); a problem is flaky when its outcome, or what the benchmark
+//! takes from it (its tiers, unique blocks and targets), changes between runs; lines that vary
+//! elsewhere (a background thread reaching an unrelated file) are noted, not fatal. The
+//! empty test takes `**parameters`, so that it collects under a class-level `parametrize`.
+//! Coverage is configured by one settings file shared with sandbox-run
+//! ([`clover_sandbox::pytest::coverage_rc`]) that names files from the repository root, so
+//! two modules of one name in two source folders never mix. The slow path (`--per-test`) runs each problem with its empty variant in a process
 //! of its own; it exists to cross-check the fast one, and the fast path falls back to it for
 //! a group whose shared run timed out or crashed. A problem file that does not collect
-//! excludes its own problems (`collection_error`); the rest of its group runs without it.
+//! excludes its own problems (`collection_error`), as does a class in it that does not
+//! collect; the rest of its group runs without it. A test whose every case was skipped is
+//! `no_tests`. Exclusion details are steadied ([`steady_text`]: addresses, temporary paths,
+//! durations), so that two calibrations write the same bytes.
 //!
 //! Lines run at import or collection time are attributed to no test (they belong to
 //! coverage.py's empty context, or are not measured at all) in both paths alike; `base` and
@@ -35,6 +43,11 @@ pub mod analysis;
 pub mod coverage_json;
 mod cpp;
 mod python;
+mod steady;
 
 pub use cpp::{calibrate_cpp, gtest_filter, CppCalibration, EmptyRuns};
-pub use python::{calibrate_group, node_of_case, CalibrateOptions, GroupError};
+pub use python::{
+    calibrate_group, calibrate_group_noted, node_of_case, CalibrateOptions, GroupCalibration,
+    GroupError, Note,
+};
+pub use steady::steady_text;

@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use clap::Parser;
-use clover_calibrate::{calibrate_cpp, calibrate_group, CalibrateOptions, EmptyRuns};
+use clover_calibrate::{
+    calibrate_cpp, calibrate_group_noted, steady_text, CalibrateOptions, EmptyRuns, Note,
+};
 use clover_manifest::{RepoArgs, RepoConfig};
 use clover_protocol::{
     finish_main, CalibratedProblem, Language, Problem, RecordReader, Shard, StageArgs, StageIo,
@@ -158,7 +160,18 @@ fn run(args: Args) -> Result<u8> {
     // With --resume the records of the earlier run count too: the summary describes the
     // output file, so it is read back from it.
     if let (true, Some(output)) = (args.stage.resume, &args.stage.output) {
-        summary = summarize_file(output)?;
+        let this_run = std::mem::replace(&mut summary, summarize_file(output)?);
+        // What has no record in the file is this run's to say.
+        for (repo, counts) in this_run {
+            for key in [FAILED, LINES_VARY] {
+                if let Some(n) = counts.get(key) {
+                    summary
+                        .entry(repo.clone())
+                        .or_default()
+                        .insert(key.into(), *n);
+                }
+            }
+        }
     }
     // Work counts are this run's: a resumed run did not redo what it found written.
     for (repo, builds) in work {
@@ -186,14 +199,21 @@ fn run(args: Args) -> Result<u8> {
     Ok(code)
 }
 
-/// Per repository: `kept` and `excluded_<reason>` records of the output, and (C++) how many
-/// times this run compiled a test file ([`TEST_BUILDS`]).
+/// Per repository: `kept` and `excluded_<reason>` records of the output, problems that could
+/// not be calibrated at all ([`FAILED`]), and (C++) how many times this run compiled a test
+/// file ([`TEST_BUILDS`]).
 type Summary = BTreeMap<String, BTreeMap<String, u64>>;
 /// Per repository: test files compiled by this run.
 type Work = BTreeMap<String, u64>;
 /// The summary key of [`Work`]: each ground truth is compiled once (plus the empty test),
 /// however many runs and TESTs it has.
 const TEST_BUILDS: &str = "test_builds";
+/// The summary key of problems that ended in an error of calibrate itself (the sandbox could
+/// not run them; the errors file says why): they have no record, and are counted here.
+const FAILED: &str = "failed";
+/// The summary key of kept problems whose covered lines varied between runs in files the
+/// benchmark takes nothing from (each is named on stderr); like [`TEST_BUILDS`], this run's.
+const LINES_VARY: &str = "kept_lines_vary";
 
 /// Counts one calibrated record: kept, or excluded with its reason.
 fn count(summary: &mut Summary, r: &CalibratedProblem) -> Result<()> {
@@ -264,8 +284,9 @@ fn flush(
         pool,
     } = *ctx;
     let groups = std::mem::take(pending);
-    // Each group's records, and how many test files it compiled (C++).
-    let results: Vec<Result<(Vec<CalibratedProblem>, u64), String>> = pool.install(|| {
+    // Each group's records, the problems of it that failed alone (C++: by their index in the
+    // group), and how many test files it compiled (C++).
+    let results: Vec<Result<GroupDone, String>> = pool.install(|| {
         groups
             .par_iter()
             .map(|g| {
@@ -279,15 +300,19 @@ fn flush(
                 limits.memory_bytes = args.memory.unwrap_or(repo.memory_mb) << 20;
                 limits.pids = repo.pids;
                 if first.language == Language::Cpp {
-                    let mut records = Vec::new();
-                    let mut builds = 0;
-                    for p in &g.problems {
-                        let c = calibrate_cpp(sandbox, cache, empties, repo, p, args.runs, &limits)
-                            .map_err(|e| e.to_string())?;
-                        records.push(c.record);
-                        builds += u64::from(c.test_builds);
+                    // Each C++ problem is calibrated on its own: one that cannot be is
+                    // reported alone, and the others of its file go on.
+                    let mut done = GroupDone::default();
+                    for (i, p) in g.problems.iter().enumerate() {
+                        match calibrate_cpp(sandbox, cache, empties, repo, p, args.runs, &limits) {
+                            Ok(c) => {
+                                done.records.push(c.record);
+                                done.builds += u64::from(c.test_builds);
+                            }
+                            Err(e) => done.failed.push((i, e.to_string())),
+                        }
                     }
-                    return Ok((records, builds));
+                    return Ok(done);
                 }
                 let python = args
                     .python
@@ -309,31 +334,69 @@ fn flush(
                     python,
                     limits,
                 };
-                calibrate_group(sandbox, repo, &g.problems, &opts)
-                    .map(|records| (records, 0))
+                calibrate_group_noted(sandbox, repo, &g.problems, &opts)
+                    .map(|c| GroupDone {
+                        records: c.records,
+                        notes: c.notes,
+                        ..GroupDone::default()
+                    })
                     .map_err(|e| e.to_string())
             })
             .collect()
     });
     for (g, result) in groups.iter().zip(results) {
-        match result {
-            Ok((records, builds)) => {
-                if builds > 0 {
-                    *work.entry(g.problems[0].repo.clone()).or_default() += builds;
+        let failed = match result {
+            Ok(done) => {
+                if done.builds > 0 {
+                    *work.entry(g.problems[0].repo.clone()).or_default() += done.builds;
                 }
-                for r in records {
+                for mut r in done.records {
+                    // A failure's message may carry an address, a temporary path or a
+                    // duration; the output must be the same in every run.
+                    if let Some(e) = &mut r.exclusion {
+                        e.detail = steady_text(&e.detail);
+                    }
                     count(summary, &r)?;
                     if !io.is_done(&r.id) {
                         io.writer.write(&r)?;
                     }
                 }
-            }
-            Err(why) => {
-                for (line, p) in g.lines.iter().zip(&g.problems) {
-                    io.report_failed(*line, &p.id, &why);
+                for note in &done.notes {
+                    eprintln!("{TOOL}: note: {}: {}", note.id, steady_text(&note.text));
                 }
+                if !done.notes.is_empty() {
+                    *summary
+                        .entry(g.problems[0].repo.clone())
+                        .or_default()
+                        .entry(LINES_VARY.into())
+                        .or_default() += done.notes.len() as u64;
+                }
+                done.failed
             }
+            Err(why) => (0..g.problems.len()).map(|i| (i, why.clone())).collect(),
+        };
+        for (i, why) in failed {
+            let p = &g.problems[i];
+            io.report_failed(g.lines[i], &p.id, &steady_text(&why));
+            // Counted too: the summary accounts for every problem of the input.
+            *summary
+                .entry(p.repo.clone())
+                .or_default()
+                .entry(FAILED.into())
+                .or_default() += 1;
         }
     }
     Ok(())
+}
+
+/// What calibrating one group gave.
+#[derive(Debug, Default)]
+struct GroupDone {
+    records: Vec<CalibratedProblem>,
+    /// Problems (index in the group) that could not be calibrated, and why.
+    failed: Vec<(usize, String)>,
+    /// Test files compiled (C++).
+    builds: u64,
+    /// Kept problems whose lines varied outside what the benchmark uses.
+    notes: Vec<Note>,
 }

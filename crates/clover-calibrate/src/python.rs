@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 
 use clover_manifest::RepoConfig;
 use clover_protocol::{
-    CalibratedProblem, Exclusion, ExclusionReason, Outcome, Problem, PythonProblem, RecordKind,
-    TestCase, TestOutcome, SCHEMA_VERSION,
+    CalibratedProblem, Exclusion, ExclusionReason, FileTier, Outcome, Problem, PythonProblem,
+    RecordKind, Target, TestCase, TestOutcome, UniqueBlock, SCHEMA_VERSION,
 };
 use clover_sandbox::{ExitStatus, Limits, RunSpec, Sandbox, WriteFile};
 
@@ -73,7 +73,15 @@ fn prepare(problem: &Problem) -> Result<Prepared<'_>, GroupError> {
         .find(|l| l.trim_start().starts_with("def ") || l.trim_start().starts_with("async def "))
         .map(|l| l[..l.len() - l.trim_start().len()].to_string())
         .unwrap_or_default();
-    let params = if py.class.is_some() { "self" } else { "" };
+    // `**parameters` takes the arguments of a `parametrize` of the enclosing class or module
+    // (a class-level mark parametrizes every method): the plugin shows pytest their names
+    // (`_clover_calibrate.py`), so the empty test runs where the test runs, once per
+    // parameter set, with the same fixtures set up for them.
+    let params = if py.class.is_some() {
+        "self, **parameters"
+    } else {
+        "**parameters"
+    };
     let empty_test = format!("{indent}def {EMPTY_TEST}({params}):\n{indent}    assert True\n");
     let empty_text = format!(
         "{}{}{}",
@@ -132,7 +140,7 @@ impl Cases {
             (Some(f), _) => f.clone(),
             (None, true) => (Outcome::Passed, None),
             (None, false) => (
-                Outcome::Error,
+                Outcome::NoTestsRun,
                 Some("every case of the test was skipped".into()),
             ),
         }
@@ -202,12 +210,10 @@ fn run_pytest_once(
         "--rootdir=.".into(),
         format!("--junitxml={REPORT_DIR}/junit.xml").into(),
         "--cov-report=".into(),
+        // The settings sandbox-run measures with, so that both name and count lines alike.
+        "--cov".into(),
+        format!("--cov-config={REPORT_DIR}/coveragerc").into(),
     ];
-    argv.extend(
-        repo.source_dirs
-            .iter()
-            .map(|src| format!("--cov={}", src.display()).into()),
-    );
     // Node ids, not files: a test class that inherits tests from another must run only the
     // problem's test (and the empty test), not everything it inherits.
     argv.extend(nodes.iter().map(OsString::from));
@@ -219,6 +225,15 @@ fn run_pytest_once(
             contents: text.as_bytes().to_vec(),
         })
         .collect();
+    let sources: Vec<String> = repo
+        .source_dirs
+        .iter()
+        .map(|d| d.display().to_string())
+        .collect();
+    spec.files.push(WriteFile {
+        path: PathBuf::from(format!("{REPORT_DIR}/coveragerc")),
+        contents: clover_sandbox::pytest::coverage_rc(&sources).into_bytes(),
+    });
     spec.files.push(WriteFile {
         path: PathBuf::from(format!("{REPORT_DIR}/{}.py", coverage_json::PLUGIN_MODULE)),
         contents: coverage_json::PLUGIN.as_bytes().to_vec(),
@@ -356,7 +371,9 @@ pub fn node_of_case(case: &TestCase, paths: &[&str]) -> Option<String> {
 
 /// The test file among `paths` that a JUnit case of no test function names: pytest writes a
 /// collection error of `tests/tmp_test_x_1.py` with an empty classname and the name
-/// `tests.tmp_test_x_1`.
+/// `tests.tmp_test_x_1`, and one of a class in it (a class-level mark that does not fit a
+/// method) as classname `tests.tmp_test_x_1`, name `TestC`. Either way the error belongs to
+/// that file's problems alone.
 fn file_of_case<'p>(case: &TestCase, paths: &[&'p str]) -> Option<&'p str> {
     let dotted = if case.classname.is_empty() {
         case.name.clone()
@@ -366,7 +383,13 @@ fn file_of_case<'p>(case: &TestCase, paths: &[&'p str]) -> Option<&'p str> {
     paths
         .iter()
         .copied()
-        .find(|path| path.trim_end_matches(".py").replace('/', ".") == dotted)
+        .filter(|path| {
+            let module = path.trim_end_matches(".py").replace('/', ".");
+            dotted
+                .strip_prefix(&module)
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with('.'))
+        })
+        .max_by_key(|path| path.len())
 }
 
 /// A file of a coverage report as a repository-relative path, if it is one of the
@@ -484,6 +507,16 @@ pub fn calibrate_group(
     problems: &[Problem],
     opts: &CalibrateOptions,
 ) -> Result<Vec<CalibratedProblem>, GroupError> {
+    calibrate_group_noted(sandbox, repo, problems, opts).map(|g| g.records)
+}
+
+/// [`calibrate_group`], with the notes on kept problems.
+pub fn calibrate_group_noted(
+    sandbox: &Sandbox,
+    repo: &RepoConfig,
+    problems: &[Problem],
+    opts: &CalibrateOptions,
+) -> Result<GroupCalibration, GroupError> {
     let prepared: Vec<Prepared> = problems.iter().map(prepare).collect::<Result<_, _>>()?;
     let runs = opts.runs.max(1) as usize;
     // observations[i][r]: problem i in run r.
@@ -552,35 +585,67 @@ pub fn calibrate_group(
         .iter()
         .map(|(p, text)| (p.as_str(), analysis::definitions(text)))
         .collect();
-    let bases: Vec<&CoverageMap> = observations.iter().map(|o| &o[0].base).collect();
-    let mut out = Vec::with_capacity(prepared.len());
-    for (i, p) in prepared.iter().enumerate() {
-        let obs = &observations[i];
-        let first = &obs[0];
-        let peers: Vec<&CoverageMap> = bases
+    // What the benchmark takes from problem `i` as run `r` saw it (with its peers of the same
+    // run): its tiers, unique blocks and targets.
+    let used = |i: usize, r: usize| -> Used {
+        let o = &observations[i][r];
+        let peers: Vec<&CoverageMap> = observations
             .iter()
             .enumerate()
             .filter(|(j, _)| *j != i)
-            .map(|(_, b)| *b)
+            .map(|(_, obs)| &obs.get(r).unwrap_or(&obs[0]).base)
             .collect();
-        let exclusion = judge(obs);
-        let (tiers, unique_blocks, targets) = if exclusion.is_none() {
-            (
-                analysis::tiers(&sources, &first.base, &first.empty, &peers),
-                analysis::unique_blocks(&first.base, &peers, &executable, |p| {
-                    texts.get(p).cloned()
-                }),
-                analysis::targets(
-                    &p.py.repo_refs,
-                    |path| definitions.get(path).cloned().unwrap_or_default(),
-                    &first.base,
-                    &first.empty,
-                ),
-            )
-        } else {
-            Default::default()
-        };
-        out.push(CalibratedProblem {
+        Used {
+            tiers: analysis::tiers(&sources, &o.base, &o.empty, &peers),
+            unique_blocks: analysis::unique_blocks(&o.base, &peers, &executable, |p| {
+                texts.get(p).cloned()
+            }),
+            targets: analysis::targets(
+                &prepared[i].py.repo_refs,
+                |path| definitions.get(path).cloned().unwrap_or_default(),
+                &o.base,
+                &o.empty,
+            ),
+        }
+    };
+    let mut out = GroupCalibration::default();
+    for (i, p) in prepared.iter().enumerate() {
+        let obs = &observations[i];
+        let first = &obs[0];
+        let mut exclusion = judge(obs);
+        let mut kept = Used::default();
+        if exclusion.is_none() {
+            kept = used(i, 0);
+            // Flaky is what changes the benchmark; lines that vary elsewhere (a background
+            // thread that sometimes reaches a file no tier, block or target comes from) are
+            // noted, and the problem stays.
+            for (r, o) in obs.iter().enumerate().skip(1) {
+                let again = used(i, r);
+                if let Some(what) = kept.difference(&again) {
+                    exclusion = Some(Exclusion {
+                        reason: ExclusionReason::Flaky,
+                        detail: format!("{what} differ between run 1 and run {}", r + 1),
+                    });
+                    break;
+                }
+                if out.notes.iter().all(|n| n.id != p.problem.id) {
+                    if let Some(file) = differing_file(&first.base, &o.base) {
+                        out.notes.push(Note {
+                            id: p.problem.id.clone(),
+                            text: format!(
+                                "covered lines of {file} differ between run 1 and run {}, in no file the benchmark uses",
+                                r + 1
+                            ),
+                        });
+                    }
+                }
+            }
+            if exclusion.is_some() {
+                kept = Used::default();
+                out.notes.retain(|n| n.id != p.problem.id);
+            }
+        }
+        out.records.push(CalibratedProblem {
             kind: RecordKind::CalibratedProblem,
             schema_version: SCHEMA_VERSION,
             id: p.problem.id.clone(),
@@ -589,16 +654,70 @@ pub fn calibrate_group(
             exclusion,
             base: analysis::to_records(&first.base),
             empty: analysis::to_records(&first.empty),
-            tiers,
-            unique_blocks,
-            targets,
+            tiers: kept.tiers,
+            unique_blocks: kept.unique_blocks,
+            targets: kept.targets,
             runs: obs.iter().map(|o| o.outcome).collect(),
         });
     }
     Ok(out)
 }
 
-/// The verdict over all runs of one problem: kept (`None`) or excluded with the evidence.
+/// Calibrate's findings on a group: a record per problem, and what it noticed about some of
+/// them that changes no record.
+#[derive(Debug, Default)]
+pub struct GroupCalibration {
+    pub records: Vec<CalibratedProblem>,
+    pub notes: Vec<Note>,
+}
+
+/// A remark on a kept problem (its lines vary between runs outside what the benchmark uses).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Note {
+    pub id: String,
+    pub text: String,
+}
+
+/// What the task builders take from one problem.
+#[derive(Debug, Default, PartialEq)]
+struct Used {
+    tiers: Vec<FileTier>,
+    unique_blocks: Vec<UniqueBlock>,
+    targets: Vec<Target>,
+}
+
+impl Used {
+    /// What differs between two runs' findings, said for a detail; `None` when nothing does.
+    fn difference(&self, other: &Used) -> Option<String> {
+        if self.tiers != other.tiers {
+            let file = self
+                .tiers
+                .iter()
+                .zip(&other.tiers)
+                .find(|(a, b)| a != b)
+                .map(|(a, _)| a.path.clone())
+                .unwrap_or_default();
+            return Some(format!("the context tiers (of {file})"));
+        }
+        if self.unique_blocks != other.unique_blocks {
+            return Some("the unique blocks".into());
+        }
+        (self.targets != other.targets).then(|| "the targets".into())
+    }
+}
+
+/// The first file (in path order) whose lines differ between two coverage maps.
+fn differing_file(a: &CoverageMap, b: &CoverageMap) -> Option<String> {
+    a.keys()
+        .chain(b.keys())
+        .filter(|f| a.get(*f) != b.get(*f))
+        .min()
+        .cloned()
+}
+
+/// The verdict of the outcomes over all runs of one problem: kept (`None`) or excluded with
+/// the evidence. Lines are judged by what the benchmark takes from them, in
+/// [`calibrate_group`].
 fn judge(obs: &[Observation]) -> Option<Exclusion> {
     let first = &obs[0];
     for (r, o) in obs.iter().enumerate().skip(1) {
@@ -609,27 +728,12 @@ fn judge(obs: &[Observation]) -> Option<Exclusion> {
                     .to_lowercase(),
             });
         }
-        if o.base != first.base {
-            let file = first
-                .base
-                .keys()
-                .chain(o.base.keys())
-                .find(|f| first.base.get(*f) != o.base.get(*f))
-                .cloned()
-                .unwrap_or_default();
-            return Some(Exclusion {
-                reason: ExclusionReason::Flaky,
-                detail: format!(
-                    "covered lines of {file} differ between run 1 and run {}",
-                    r + 1
-                ),
-            });
-        }
     }
     let reason = match first.outcome {
         Outcome::Passed => return None,
         Outcome::Failed => ExclusionReason::Failed,
         Outcome::Timeout => ExclusionReason::Timeout,
+        Outcome::NoTestsRun => ExclusionReason::NoTests,
         _ if first.collection_error => ExclusionReason::CollectionError,
         _ => ExclusionReason::Error,
     };
@@ -705,6 +809,10 @@ mod tests {
             file_of_case(&case("tests", "tmp_test_core_2"), &files),
             Some("tests/tmp_test_core_2.py")
         );
+        assert_eq!(
+            file_of_case(&case("tests.tmp_test_core_2", "TestLedger"), &files),
+            Some("tests/tmp_test_core_2.py")
+        );
         assert_eq!(file_of_case(&case("", "tests.conftest"), &files), None);
         assert_eq!(file_of_case(&case("", "tests.tmp_test_core"), &files), None);
     }
@@ -720,12 +828,15 @@ mod tests {
         let (o, m) = c(false, None).outcome();
         assert_eq!(
             (o, m.as_deref()),
-            (Outcome::Error, Some("every case of the test was skipped"))
+            (
+                Outcome::NoTestsRun,
+                Some("every case of the test was skipped")
+            )
         );
     }
 
     #[test]
-    fn a_changing_outcome_or_coverage_is_flaky() {
+    fn a_changing_outcome_is_flaky_and_all_skipped_is_no_tests() {
         let o = |outcome, lines: &[u32]| Observation {
             outcome,
             collection_error: false,
@@ -746,18 +857,15 @@ mod tests {
             (e.reason, e.detail.as_str()),
             (ExclusionReason::Flaky, "run 1 passed, run 2 failed")
         );
-        let e = judge(&[
-            o(Outcome::Passed, &[1]),
-            o(Outcome::Passed, &[1]),
-            o(Outcome::Passed, &[1, 2]),
-        ])
-        .unwrap();
-        assert_eq!(e.reason, ExclusionReason::Flaky);
-        assert!(
-            e.detail.contains("m.py") && e.detail.contains("run 3"),
-            "{}",
-            e.detail
+        // Lines alone are judged by what the benchmark takes from them (calibrate_group).
+        assert_eq!(
+            judge(&[o(Outcome::Passed, &[1]), o(Outcome::Passed, &[1, 2])]),
+            None
         );
+        let e = judge(&[o(Outcome::Passed, &[1]), o(Outcome::NoTestsRun, &[])]).unwrap();
+        assert_eq!(e.reason, ExclusionReason::Flaky);
+        let e = judge(&[o(Outcome::NoTestsRun, &[]), o(Outcome::NoTestsRun, &[])]).unwrap();
+        assert_eq!(e.reason, ExclusionReason::NoTests);
         let e = judge(&[o(Outcome::Failed, &[1])]).unwrap();
         assert_eq!(e.reason, ExclusionReason::Failed);
     }

@@ -319,13 +319,17 @@ fn a_problem_file_that_does_not_collect_costs_only_its_own_problem() {
     }
 }
 
+/// The fast path (one process per test file) sees the lines the per-test path sees. Not for
+/// every package: a line a process runs once whatever test comes first (a lazy cache: six's
+/// `six.moves` attributes, toolz's module `__getattr__` that caches `__version__`) goes to the
+/// first test that needs it in the fast path and to every such test in the per-test path.
 #[test]
 fn corpus_fast_path_equals_per_test_path() {
     let (Some(manifest), Some(())) = (clover_testkit::corpus_manifest(), clover_testkit::root())
     else {
         return;
     };
-    for name in ["itsdangerous", "six"] {
+    for name in ["itsdangerous", "markupsafe"] {
         let repo = &RepoConfig::resolve(Some(&manifest), Some(name), None).unwrap()[0];
         let dir = tempfile::tempdir().unwrap();
         let problems = extract(repo);
@@ -343,6 +347,34 @@ fn corpus_fast_path_equals_per_test_path() {
             fast.len()
         );
     }
+}
+
+/// A package that is one module (`six.py`, detected as the source `six.py`) is measured: as
+/// `--cov=six.py` coverage.py took it for a package name and measured nothing.
+#[test]
+fn corpus_single_module_package_is_measured() {
+    let (Some(manifest), Some(())) = (clover_testkit::corpus_manifest(), clover_testkit::root())
+    else {
+        return;
+    };
+    let repo = &RepoConfig::resolve(Some(&manifest), Some("six"), None).unwrap()[0];
+    let dir = tempfile::tempdir().unwrap();
+    let problems = extract(repo);
+    let input = write_problems(dir.path(), &problems);
+    let m = manifest.display().to_string();
+    let (records, stderr) = calibrate(&input, &["--manifest", &m, "--runs", "2"]);
+    let kept: Vec<&CalibratedProblem> =
+        records.values().filter(|r| r.exclusion.is_none()).collect();
+    assert!(kept.len() * 10 >= records.len() * 9, "{stderr}");
+    let measured = kept
+        .iter()
+        .filter(|r| r.base.iter().any(|f| f.path == "six.py"))
+        .count();
+    assert!(
+        measured * 2 > kept.len(),
+        "{measured} of {} kept measured",
+        kept.len()
+    );
 }
 
 #[test]
@@ -465,4 +497,140 @@ fn the_empty_test_is_built_once_per_repository() {
     assert_eq!(summary["cppfix"]["test_builds"], 4, "{summary}");
     let empties: Vec<_> = records.values().map(|r| &r.empty).collect();
     assert!(empties.windows(2).all(|w| w[0] == w[1]), "{empties:?}");
+}
+
+/// The problems of the calibration fixture of edge cases (`tests/data/pyedge`) whose id holds
+/// `file`.
+fn pyedge(file: &str) -> Vec<Problem> {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/pyedge");
+    let repo = &RepoConfig::resolve(None, None, Some(&fixture)).unwrap()[0];
+    extract(repo)
+        .into_iter()
+        .filter(|p| p.id.contains(file))
+        .collect()
+}
+
+/// Calibrates problems of the edge-case fixture `runs` times: the records by id, stderr and
+/// the summary; `None` without the tools.
+fn calibrate_pyedge(
+    problems: &[Problem],
+    runs: u32,
+) -> Option<(
+    BTreeMap<String, CalibratedProblem>,
+    String,
+    serde_json::Value,
+)> {
+    let (Some(python), Some(())) = (clover_testkit::python(), clover_testkit::root()) else {
+        return None;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let input = write_problems(dir.path(), problems);
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/pyedge");
+    let args = python_args(&python, &fixture);
+    let mut a = args_ref(&args);
+    let runs = runs.to_string();
+    a.extend(["--runs", &runs]);
+    Some(calibrate_with_summary(&input, &a))
+}
+
+/// Covered lines per file of a record's `base`.
+fn base_lines(r: &CalibratedProblem) -> Vec<(String, Vec<u32>)> {
+    r.base
+        .iter()
+        .map(|f| (f.path.clone(), f.lines.iter().collect()))
+        .collect()
+}
+
+#[test]
+fn same_named_modules_of_two_sources_keep_their_lines() {
+    let problems = pyedge("test_util.py");
+    assert_eq!(problems.len(), 2);
+    let Some((records, stderr, _)) = calibrate_pyedge(&problems, 1) else {
+        return;
+    };
+    let triple = &records["pyedge/tests/test_util.py::test_triple"];
+    assert!(
+        triple.exclusion.is_none(),
+        "{:?} {stderr}",
+        triple.exclusion
+    );
+    assert_eq!(base_lines(triple), [("src/b/util.py".into(), vec![6, 7])]);
+    let shout = &records["pyedge/tests/test_util.py::test_shout"];
+    assert_eq!(base_lines(shout), [("src/a/util.py".into(), vec![2])]);
+}
+
+/// A class-level `parametrize` applies to the empty test placed in the class too: it must
+/// collect there, and no problem of the file is lost to it.
+#[test]
+fn the_empty_test_collects_in_a_parametrized_class() {
+    let mut problems = pyedge("test_params.py");
+    assert_eq!(problems.len(), 3);
+    let Some((records, stderr, _)) = calibrate_pyedge(&problems, 1) else {
+        return;
+    };
+    for (id, r) in &records {
+        assert!(r.exclusion.is_none(), "{id}: {:?} {stderr}", r.exclusion);
+    }
+    let triple = &records["pyedge/tests/test_params.py::TestTriple::test_triple"];
+    assert_eq!(base_lines(triple), [("src/b/util.py".into(), vec![6, 7])]);
+    // The empty test ran in the class, once per parameter, and reached nothing.
+    assert!(triple.empty.is_empty(), "{:?}", triple.empty);
+
+    // A class that does not collect (its mark names an argument the test does not take)
+    // costs the problem whose file holds it, not the module-level test beside it.
+    let broken = "pyedge/tests/test_params.py::TestTriple::test_triple";
+    let py = problems
+        .iter_mut()
+        .find(|p| p.id == broken)
+        .and_then(|p| p.python.as_mut())
+        .unwrap();
+    py.problem_text = py.problem_text.replace(
+        r#"parametrize("n", [1, 2])"#,
+        r#"parametrize("n,m", [(1, 3)])"#,
+    );
+    let (records, stderr, _) = calibrate_pyedge(&problems, 1).unwrap();
+    let e = records[broken].exclusion.as_ref().expect("excluded");
+    assert_eq!(e.reason, ExclusionReason::CollectionError, "{}", e.detail);
+    for (id, r) in records.iter().filter(|(id, _)| *id != broken) {
+        assert!(r.exclusion.is_none(), "{id}: {:?} {stderr}", r.exclusion);
+    }
+}
+
+/// A background thread that reaches another line of an unrelated file in some runs changes
+/// nothing the benchmark takes from the test: kept, the variation noted.
+#[test]
+fn lines_that_vary_outside_what_the_benchmark_uses_are_not_flaky() {
+    let problems = pyedge("test_noise.py");
+    assert_eq!(problems.len(), 2);
+    // The thread picks one of two lines: 14 runs all alike happen once in 8192 calibrations.
+    let Some((records, stderr, summary)) = calibrate_pyedge(&problems, 14) else {
+        return;
+    };
+    let noisy = &records["pyedge/tests/test_noise.py::test_triple_with_noise"];
+    assert!(noisy.exclusion.is_none(), "{:?}", noisy.exclusion);
+    let tier = |path: &str| noisy.tiers.iter().find(|t| t.path == path).map(|t| t.tier);
+    assert_eq!(tier("src/b/util.py"), Some(ContextTier::Peer));
+    assert_eq!(tier("src/a/util.py"), Some(ContextTier::Other));
+    assert!(
+        stderr.contains("note: pyedge/tests/test_noise.py::test_triple_with_noise: covered lines of src/a/util.py differ"),
+        "{stderr}"
+    );
+    assert_eq!(summary["pyedge"]["kept_lines_vary"], 1, "{summary}");
+    assert_eq!(summary["pyedge"]["kept"], 2, "{summary}");
+}
+
+/// A failure message holds an object's address; two calibrations write the same bytes.
+#[test]
+fn output_is_byte_identical_across_calibrations() {
+    let problems = pyedge("test_address.py");
+    assert_eq!(problems.len(), 1);
+    let out = |i: usize| {
+        let (records, _, _) = calibrate_pyedge(&problems, 1)?;
+        let r = &records["pyedge/tests/test_address.py::test_box_is_none"];
+        let e = r.exclusion.as_ref().expect("the failing test is excluded");
+        assert_eq!(e.reason, ExclusionReason::Failed);
+        assert!(e.detail.contains("object at 0x…>"), "{i}: {}", e.detail);
+        Some(serde_json::to_vec(r).unwrap())
+    };
+    assert_eq!(out(1), out(2));
 }

@@ -13,6 +13,25 @@ use crate::{Sandbox, SandboxError};
 /// Where reports go, relative to the repository; the sandbox user may write there.
 const OUT_DIR: &str = ".clover-out";
 
+/// The coverage.py settings of a run that measures `sources` (folders relative to the
+/// repository), to be passed as `--cov --cov-config=FILE`; the repository's own coverage
+/// settings are not read, so every run measures the same lines the same way.
+///
+/// The files are chosen with `include`, not `source`: coverage.py's Cobertura report strips
+/// each `source` folder from the names of the files under it, so `src/a/util.py` and
+/// `src/b/util.py` would both be reported as `util.py`. With `include` and `relative_files`
+/// every file is named by its path from the repository root (the run's working directory),
+/// which [`crate::report::parse_cobertura`] resolves without a guess.
+pub fn coverage_rc(sources: &[String]) -> String {
+    let mut rc = String::from("[run]\nrelative_files = True\ninclude =\n");
+    for s in sources {
+        let s = s.trim_end_matches('/');
+        // The folder's files, or the file itself when a source is one module.
+        rc.push_str(&format!("    {s}/*\n    {s}\n"));
+    }
+    rc
+}
+
 /// One pytest invocation.
 #[derive(Debug, Clone)]
 pub struct PytestRun {
@@ -88,10 +107,10 @@ impl PytestRun {
             "junit_family=xunit1".into(),
             format!("--junitxml={junit}").into(),
         ];
-        for s in &self.cov_sources {
-            argv.push(format!("--cov={s}").into());
-        }
+        let rc = format!("{OUT_DIR}/coveragerc");
         if !self.cov_sources.is_empty() {
+            argv.push("--cov".into());
+            argv.push(format!("--cov-config={rc}").into());
             argv.push(format!("--cov-report=xml:{cov}").into());
             if self.cov_contexts {
                 argv.push("--cov-context=test".into());
@@ -100,6 +119,12 @@ impl PytestRun {
         argv.extend(self.targets.iter().map(OsString::from));
         let mut spec = RunSpec::new(&self.repo, argv);
         spec.files = self.files.clone();
+        if !self.cov_sources.is_empty() {
+            spec.files.push(WriteFile {
+                path: rc.into(),
+                contents: coverage_rc(&self.cov_sources).into_bytes(),
+            });
+        }
         spec.binds = python_binds(&self.python);
         spec.writable_dirs = vec![OUT_DIR.into()];
         spec.collect = vec![junit.into(), cov.into()];

@@ -34,6 +34,14 @@ pub enum ReportError {
     Empty,
     #[error("truncated report: it ends inside <{0}>")]
     Truncated(String),
+    #[error(
+        "the coverage report's file {filename} may be {first} or {second}: write the report with paths from the repository root"
+    )]
+    AmbiguousFile {
+        filename: String,
+        first: String,
+        second: String,
+    },
 }
 
 fn xml_err(reader: &Reader<&[u8]>, source: quick_xml::Error) -> ReportError {
@@ -304,9 +312,13 @@ fn merge_repeats(cases: Vec<Case>) -> Vec<TestCase> {
 /// Reads the covered lines (hits > 0) per file of a Cobertura XML report, with paths made
 /// relative to `repo` (the repository's path as the run saw it, which is its host path).
 ///
-/// A relative file name is resolved against the report's `<source>` elements (the first whose
-/// result exists, else the first), an empty or relative source against `repo`. Files outside
-/// the repository (the standard library, site-packages, system headers) are left out.
+/// A relative file name is resolved against the report's `<source>` elements, an empty or
+/// relative source against `repo`, lexically: nothing on the host is looked at (the report
+/// is written by the run, and the host's files are not the run's view). A name that lands on
+/// two different repository files (coverage.py strips each `source` folder from the names, so
+/// `a/util.py` and `b/util.py` both become `util.py`) is an error, never a guess: the runs of
+/// clover name files from the repository root ([`crate::pytest::coverage_rc`]). Files
+/// outside the repository (the standard library, site-packages, system headers) are left out.
 pub fn parse_cobertura(xml: &[u8], repo: &Path) -> Result<Vec<FileCoverage>, ReportError> {
     Ok(parse_cobertura_lines(xml, repo)?
         .into_iter()
@@ -424,7 +436,7 @@ pub fn parse_cobertura_lines(xml: &[u8], repo: &Path) -> Result<Vec<FileLines>, 
     }
     let mut merged: BTreeMap<String, (Vec<u32>, Vec<u32>)> = BTreeMap::new();
     for (filename, (covered, listed)) in files {
-        if let Some(rel) = resolve(&filename, &sources, repo) {
+        if let Some(rel) = resolve(&filename, &sources, repo)? {
             let entry = merged.entry(rel).or_default();
             entry.0.extend(covered);
             entry.1.extend(listed);
@@ -440,22 +452,35 @@ pub fn parse_cobertura_lines(xml: &[u8], repo: &Path) -> Result<Vec<FileLines>, 
         .collect())
 }
 
-fn resolve(filename: &str, sources: &[String], repo: &Path) -> Option<String> {
+/// The repository-relative path a report's file name stands for: `None` outside the
+/// repository, an error when the sources make it name more than one repository file.
+fn resolve(filename: &str, sources: &[String], repo: &Path) -> Result<Option<String>, ReportError> {
     let f = Path::new(filename);
-    let candidates: Vec<PathBuf> = if f.is_absolute() {
-        vec![f.to_path_buf()]
-    } else if sources.is_empty() {
+    let candidates: Vec<PathBuf> = if f.is_absolute() || sources.is_empty() {
         vec![repo.join(f)]
     } else {
         sources.iter().map(|s| repo.join(s).join(f)).collect()
     };
-    let pick = candidates
-        .iter()
-        .find(|c| c.exists())
-        .or(candidates.first())?;
-    let normal = normalize(pick);
-    let rel = normal.strip_prefix(repo).ok()?;
-    Some(rel.to_string_lossy().into_owned())
+    let mut found: Option<String> = None;
+    for c in candidates {
+        let normal = normalize(&c);
+        let Ok(rel) = normal.strip_prefix(repo) else {
+            continue;
+        };
+        let rel = rel.to_string_lossy().into_owned();
+        match &found {
+            Some(first) if *first != rel => {
+                return Err(ReportError::AmbiguousFile {
+                    filename: filename.to_string(),
+                    first: first.clone(),
+                    second: rel,
+                })
+            }
+            Some(_) => {}
+            None => found = Some(rel),
+        }
+    }
+    Ok(found)
 }
 
 /// Removes `.` and resolves `..` lexically (reports are read after the run, when the files
@@ -505,19 +530,43 @@ mod tests {
     fn paths_resolve_against_sources_and_repo() {
         let repo = Path::new("/r");
         let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        let r = |f: &str, sources: &[&str]| resolve(f, &s(sources), repo).unwrap();
+        assert_eq!(r("a.py", &["/r/src"]).as_deref(), Some("src/a.py"));
+        assert_eq!(r("src/a.py", &[""]).as_deref(), Some("src/a.py"));
+        assert_eq!(r("src/a.py", &["."]).as_deref(), Some("src/a.py"));
+        assert_eq!(r("src/a.py", &[]).as_deref(), Some("src/a.py"));
+        assert_eq!(r("/r/src/a.py", &["/r/other"]).as_deref(), Some("src/a.py"));
+        assert_eq!(r("/usr/lib/x.py", &[]), None);
+        assert_eq!(r("../x.py", &["."]), None);
+        // A source outside the repository holds none of its files.
         assert_eq!(
-            resolve("a.py", &s(&["/r/src"]), repo).as_deref(),
+            r("a.py", &["/usr/lib", "/r/src"]).as_deref(),
             Some("src/a.py")
         );
-        assert_eq!(
-            resolve("src/a.py", &s(&[""]), repo).as_deref(),
-            Some("src/a.py")
+    }
+
+    /// coverage.py with `--cov=src/a --cov=src/b` names both `util.py`s `util.py`; which one a
+    /// line belongs to cannot be told, and no file on the host may decide it.
+    #[test]
+    fn a_name_under_two_sources_is_an_error_whatever_the_host_holds() {
+        let host = std::env::temp_dir().join(format!("clover-resolve-{}", std::process::id()));
+        std::fs::create_dir_all(host.join("src/b")).unwrap();
+        std::fs::write(host.join("src/b/util.py"), "x = 1\n").unwrap();
+        let sources = ["src/a".to_string(), "src/b".to_string()];
+        // Only the second candidate exists on the host; the answer must not depend on that.
+        let err = resolve("util.py", &sources, &host).unwrap_err();
+        assert!(
+            matches!(&err, ReportError::AmbiguousFile { first, second, .. }
+                if first == "src/a/util.py" && second == "src/b/util.py"),
+            "{err}"
         );
-        assert_eq!(
-            resolve("src/a.py", &s(&["."]), repo).as_deref(),
-            Some("src/a.py")
-        );
-        assert_eq!(resolve("/usr/lib/x.py", &s(&[]), repo), None);
-        assert_eq!(resolve("../x.py", &s(&["."]), repo), None);
+        let xml = br#"<coverage><sources><source>src/a</source><source>src/b</source></sources>
+            <packages><package><classes><class filename="util.py"><lines>
+            <line number="1" hits="1"/></lines></class></classes></package></packages></coverage>"#;
+        assert!(matches!(
+            parse_cobertura(xml, &host),
+            Err(ReportError::AmbiguousFile { .. })
+        ));
+        std::fs::remove_dir_all(&host).unwrap();
     }
 }

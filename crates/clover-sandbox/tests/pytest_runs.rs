@@ -68,6 +68,45 @@ fn sandboxed_pytest_matches_the_bare_report() {
     assert_eq!(r.coverage[0].path, "src/calc/__init__.py");
 }
 
+/// Two source folders each holding a `util.py`: coverage.py's report named both `util.py`,
+/// and the lines of `src/b/util.py` were put on `src/a/util.py`.
+#[test]
+fn same_named_modules_of_two_sources_keep_their_lines() {
+    let Some(py) = venv_python() else { return };
+    let sb = match Sandbox::new() {
+        Ok(sb) => sb,
+        Err(e) => {
+            clover_testkit::require::<()>(&format!("the sandbox ({e})"), None);
+            return;
+        }
+    };
+    let r = PytestRun {
+        repo: Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/pytest/twins"),
+        python: py,
+        targets: vec!["tests/test_b.py".into()],
+        files: vec![],
+        cov_sources: vec!["src/a".into(), "src/b".into()],
+        cov_contexts: false,
+        env: vec![("PYTHONPATH".into(), "src".into())],
+        limits: Limits {
+            wall: Duration::from_secs(60),
+            ..Limits::default()
+        },
+    }
+    .run(&sb)
+    .expect("the run is carried out");
+    assert_eq!(r.outcome, Outcome::Passed, "{:?}", r.message);
+    assert_eq!(r.message, None);
+    let covered: Vec<(&str, Vec<u32>)> = r
+        .coverage
+        .iter()
+        .filter(|f| !f.lines.is_empty())
+        .map(|f| (f.path.as_str(), f.lines.iter().collect()))
+        .collect();
+    // The empty `__init__.py`s have no lines; `src/a/util.py` is never imported.
+    assert_eq!(covered, [("src/b/util.py", vec![1, 5, 6, 7])]);
+}
+
 #[test]
 fn candidate_file_is_written_and_judged() {
     let Some(py) = venv_python() else { return };

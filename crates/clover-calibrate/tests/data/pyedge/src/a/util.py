@@ -1,0 +1,6 @@
+def shout(text):
+    return text.upper()
+
+
+def whisper(text):
+    return text.lower()

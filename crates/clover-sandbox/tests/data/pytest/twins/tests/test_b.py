@@ -1,0 +1,5 @@
+from b.util import triple
+
+
+def test_triple():
+    assert triple(2) == 6
