@@ -3,7 +3,8 @@
 //! For each repository it builds the benchmark's tasks from the problems calibrate kept:
 //!
 //! - **Task I, assertion cloze** — one operand of an assertion masked; the masked assertion is
-//!   the last line shown. References that occur in more than 1% of the repository's
+//!   the last line shown, and the answer is the filled line or, with the answer-only
+//!   template, the operand alone. References that occur in more than 1% of the repository's
 //!   candidates are dropped; the rest are sampled with probability proportional to their
 //!   length, at most 50 per repository. Output reserve: 200 tokens.
 //! - **Task II, targeted test** — write a test that uses a given class or function; the file
@@ -86,6 +87,8 @@ pub struct Options {
     /// Task I drops references that occur in more than this share of a repository's
     /// candidates.
     pub max_reference_share: f64,
+    /// Task I templates, each built for the same sampled candidates.
+    pub cloze_templates: Vec<ClozeTemplate>,
     /// Task II and III answer formats (`part`, `full`).
     pub answer_formats: Vec<String>,
     /// Few-shot demonstrations per C++ instance.
@@ -109,6 +112,7 @@ impl Default for Options {
             targeted_per_repo: 25,
             coverage_per_repo: 25,
             max_reference_share: 0.01,
+            cloze_templates: vec![ClozeTemplate::Filled],
             answer_formats: vec!["part".into(), "full".into()],
             shots: 2,
             shot_max_tokens: 3000,
@@ -134,6 +138,28 @@ impl Options {
             Task::CppUnitTest => "po",
         };
         parse_settings(list).expect("the defaults parse")
+    }
+}
+
+/// How Task I asks for its answer (CLOVER §4 compares the two: asking for the filled
+/// assertion line scored 6.0% higher execution rate than asking for the answer alone).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClozeTemplate {
+    /// The whole assertion line with the mask filled in (the paper's choice; the default).
+    /// Instance ids end `#<n>`, `answer_format` is `line`.
+    Filled,
+    /// The masked expression alone. Instance ids end `#<n>#answer_only`, `answer_format` is
+    /// `operand`; the reference is the operand.
+    AnswerOnly,
+}
+
+impl ClozeTemplate {
+    /// The name in `scoring.template` and in ids: `filled`, `answer_only`.
+    pub fn name(self) -> &'static str {
+        match self {
+            ClozeTemplate::Filled => "filled",
+            ClozeTemplate::AnswerOnly => "answer_only",
+        }
     }
 }
 

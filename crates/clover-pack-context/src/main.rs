@@ -6,7 +6,7 @@ use anyhow::{bail, Context};
 use clap::Parser;
 use clover_manifest::RepoConfig;
 use clover_pack_context::{
-    print_summary, run, Options, OutputFormat, Setting, SplitRatios, Tokenizer, TOOL,
+    print_summary, run, ClozeTemplate, Options, OutputFormat, Setting, SplitRatios, Tokenizer, TOOL,
 };
 use clover_protocol::{exit, finish_main, StageArgs, Task};
 
@@ -50,6 +50,16 @@ struct Args {
     /// candidates.
     #[arg(long, default_value_t = 0.01, value_name = "SHARE")]
     max_reference_share: f64,
+    /// Task I templates: `filled` asks for the assertion line with the mask filled in (the
+    /// paper's), `answer-only` for the masked expression alone (its §4 ablation); both are
+    /// built for the same sampled candidates.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "filled",
+        value_name = "LIST"
+    )]
+    task1_template: Vec<Task1Template>,
     /// Task II and III answer formats: `part` asks for the test's body, `full` for the whole
     /// test file (both show the setup code and the declaration).
     #[arg(long, value_delimiter = ',', default_value = "part,full")]
@@ -87,6 +97,12 @@ enum TaskArg {
     TargetedTest,
     CoverageTest,
     CppUnitTest,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, clap::ValueEnum)]
+enum Task1Template {
+    Filled,
+    AnswerOnly,
 }
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
@@ -134,6 +150,19 @@ fn real_main(args: Args) -> anyhow::Result<u8> {
         targeted_per_repo: args.targeted_per_repo,
         coverage_per_repo: args.coverage_per_repo,
         max_reference_share: args.max_reference_share,
+        cloze_templates: {
+            let mut templates = Vec::new();
+            for t in &args.task1_template {
+                let t = match t {
+                    Task1Template::Filled => ClozeTemplate::Filled,
+                    Task1Template::AnswerOnly => ClozeTemplate::AnswerOnly,
+                };
+                if !templates.contains(&t) {
+                    templates.push(t);
+                }
+            }
+            templates
+        },
         answer_formats: args
             .answer_formats
             .iter()

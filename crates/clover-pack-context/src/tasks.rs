@@ -25,7 +25,7 @@ use crate::rng::Rng;
 use crate::setting::Setting;
 use crate::source::{RepoSources, SourceFile};
 use crate::tokenizer::{Tokenizer, TokenizerError};
-use crate::Options;
+use crate::{ClozeTemplate, Options};
 
 /// Tokens kept for the answer of Task I.
 pub const CLOZE_RESERVE: u32 = 200;
@@ -171,30 +171,50 @@ pub fn assertion_cloze(input: &mut RepoInput) -> Result<Vec<Drafted>, TokenizerE
         .collect();
     let mut rng = Rng::for_key(input.options.seed, &format!("cloze/{}", input.repo));
     let mut out = Vec::new();
+    let mut taken = 0;
     for i in rng.weighted_draws(&weights) {
-        if out.len() >= input.options.cloze_per_repo {
+        if taken >= input.options.cloze_per_repo {
             break;
         }
         let c = &cands[i];
         let rec = &input.problems[c.problem];
-        let draft = match cloze_draft(input.repo, rec, c) {
-            Ok(d) => d,
-            Err(why) => {
-                input.skip(&format!("assertion_cloze: {why}"));
-                continue;
+        // One draft per template, for the same candidates: the templates differ only in what
+        // the answer holds, so a comparison of them compares the elicitation alone.
+        let mut drafts = Vec::new();
+        for &template in &input.options.cloze_templates {
+            match cloze_draft(input.repo, rec, c, template) {
+                Ok(d) => drafts.push(d),
+                Err(why) => {
+                    input.skip(&format!("assertion_cloze: {why}"));
+                    break;
+                }
             }
-        };
-        if input.fits(&draft, &settings)? {
-            out.push((c.problem, c.site, c.operand, draft));
+        }
+        if drafts.len() < input.options.cloze_templates.len() {
+            continue;
+        }
+        if all_fit(input, &drafts, &settings)? {
+            taken += 1;
+            out.extend(
+                drafts
+                    .into_iter()
+                    .map(|d| (c.problem, c.site, c.operand, d)),
+            );
         } else {
             input.skip("assertion_cloze: problem does not fit the smallest setting");
         }
     }
+    // A stable sort: within a candidate, the templates keep their order.
     out.sort_by_key(|&(p, s, o, _)| (p, s, o));
     Ok(out.into_iter().map(|(p, _, _, d)| (p, d)).collect())
 }
 
-fn cloze_draft(repo: &str, rec: &CalibratedProblem, c: &ClozeCandidate) -> Result<Draft, String> {
+fn cloze_draft(
+    repo: &str,
+    rec: &CalibratedProblem,
+    c: &ClozeCandidate,
+    template: ClozeTemplate,
+) -> Result<Draft, String> {
     let p = python(rec).expect("candidates come from Python problems");
     let site = &p.assertions[c.site];
     let operand = &site.operands[c.operand];
@@ -242,26 +262,50 @@ fn cloze_draft(repo: &str, rec: &CalibratedProblem, c: &ClozeCandidate) -> Resul
     scoring.insert("reference_line".into(), json!(reference_line));
     scoring.insert("indent".into(), json!(indent));
 
-    let id_suffix = c.ordinal.to_string();
+    scoring.insert("template".into(), json!(template.name()));
+    // The filled template keeps the ids it always had; the answer-only one is told apart.
+    let id_suffix = match template {
+        ClozeTemplate::Filled => c.ordinal.to_string(),
+        ClozeTemplate::AnswerOnly => format!("{}#{}", c.ordinal, template.name()),
+    };
     let key = format!("{}#assertion_cloze#{id_suffix}", rec.id);
+    let (answer_format, instruction, reference) = match template {
+        ClozeTemplate::Filled => (
+            "line",
+            format!(
+                "The last line of the test above is an assertion with one operand replaced by \
+                 `{MASK}`. Write that assertion line again with `{MASK}` replaced by the right \
+                 expression, so that the test passes. Answer with the whole assertion line \
+                 only, in one ```python code block.\n"
+            ),
+            reference_line,
+        ),
+        // The operand as it stands in the file, so the assembly (the masked line with the
+        // answer in the mask's place) rebuilds the file byte for byte.
+        ClozeTemplate::AnswerOnly => (
+            "operand",
+            format!(
+                "The last line of the test above is an assertion with one operand replaced by \
+                 `{MASK}`. Write the expression that replaces `{MASK}`, so that the test \
+                 passes. Answer with that expression only, not the assertion, in one \
+                 ```python code block.\n"
+            ),
+            text[os..oe].to_string(),
+        ),
+    };
     Ok(Draft {
         problem_id: rec.id.clone(),
         repo: repo.to_string(),
         task: Task::AssertionCloze,
         id_suffix: Some(id_suffix),
-        answer_format: "line".into(),
+        answer_format: answer_format.into(),
         system: system_message(Language::Python).into(),
         problem_section: test_file_section(&p.test_file, &format!("{}{masked_full}", &text[..ls])),
-        instruction: format!(
-            "The last line of the test above is an assertion with one operand replaced by \
-             `{MASK}`. Write that assertion line again with `{MASK}` replaced by the right \
-             expression, so that the test passes. Answer with the whole assertion line only, \
-             in one ```python code block.\n"
-        ),
+        instruction,
         instruction_po: None,
         reserve: CLOZE_RESERVE,
         required: Vec::new(),
-        reference: reference_line,
+        reference,
         exec: python_exec(repo, p, &key, &text[..ls], &text[le..]),
         scoring,
     })

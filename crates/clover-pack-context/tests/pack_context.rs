@@ -438,7 +438,7 @@ fn python_instances_keep_every_rule() {
         .into_iter()
         .map(|r| (r.id.clone(), r))
         .collect();
-    let instances = py_instances(&model, &[]);
+    let instances = py_instances(&model, &["--task1-template", "filled,answer-only"]);
     let mut per_task: BTreeMap<Task, usize> = BTreeMap::new();
     let mut formats: BTreeMap<(Task, String), usize> = BTreeMap::new();
     let mut ids = BTreeSet::new();
@@ -548,13 +548,28 @@ fn python_instances_keep_every_rule() {
             inst.id
         );
         match (inst.task, inst.answer_format.as_str()) {
-            (Task::AssertionCloze, _) => {
+            (Task::AssertionCloze, format) => {
                 let indent = str_of(&inst.scoring["indent"]);
-                assert_eq!(str_of(&inst.scoring["reference_line"]), inst.reference);
+                match (format, str_of(&inst.scoring["template"])) {
+                    ("line", "filled") => {
+                        assert_eq!(str_of(&inst.scoring["reference_line"]), inst.reference);
+                        assert!(inst.prompt.contains("Answer with the whole assertion line"));
+                    }
+                    ("operand", "answer_only") => {
+                        assert_eq!(str_of(&inst.scoring["reference"]), inst.reference.trim());
+                        assert!(inst.prompt.contains("Answer with that expression only"));
+                        assert!(inst.id.ends_with("#answer_only"), "{}", inst.id);
+                        // Its filled twin: the same candidate, asked the other way.
+                        let twin = inst.id.strip_suffix("#answer_only").unwrap();
+                        assert!(instances.iter().any(|i| i.id == twin), "{}", inst.id);
+                    }
+                    other => panic!("{}: unexpected template {other:?}", inst.id),
+                }
+                *formats.entry((inst.task, format.to_string())).or_default() += 1;
                 let masked = str_of(&inst.scoring["masked_line"]);
                 assert_eq!(
                     masked.replacen(MASK, str_of(&inst.scoring["reference"]), 1),
-                    inst.reference
+                    str_of(&inst.scoring["reference_line"])
                 );
                 // The masked line is the last code shown: nothing of the suffix follows it.
                 let shown = format!("{}{indent}{masked}\n```", inst.exec.prefix);
@@ -591,16 +606,18 @@ fn python_instances_keep_every_rule() {
             }
         }
     }
-    // Every write task is built in both formats, for the same problems.
-    for task in [Task::TargetedTest, Task::CoverageTest] {
-        let (part, full) = (
-            formats[&(task, "part".to_string())],
-            formats[&(task, "full".to_string())],
+    // Every write task is built in both formats, and Task I in both templates, for the same
+    // problems.
+    for (task, a, b) in [
+        (Task::TargetedTest, "part", "full"),
+        (Task::CoverageTest, "part", "full"),
+        (Task::AssertionCloze, "line", "operand"),
+    ] {
+        let (a, b) = (
+            formats[&(task, a.to_string())],
+            formats[&(task, b.to_string())],
         );
-        assert!(
-            part > 0 && part == full,
-            "{task:?}: {part} part, {full} full"
-        );
+        assert!(a > 0 && a == b, "{task:?}: {a} and {b}");
     }
     // Fixture facts: 6 problems own unique blocks, so Task III has 6 × 3 settings × 2 formats.
     assert_eq!(per_task[&Task::CoverageTest], 6 * 3 * 2, "{per_task:?}");
