@@ -31,7 +31,9 @@
 //! the platform.
 //!
 //! Prompts are written as plain text and as chat messages; `--format sft` writes fine-tuning
-//! examples (the ground truth as the assistant turn) split by repository instead.
+//! examples (the ground truth as the assistant turn) split by repository instead; the chunks
+//! of a C++ source share its test file, which goes with the first chunk only, so appended
+//! chunk answers never repeat a TEST.
 //!
 //! It deliberately does not run anything, parse source code, or read files other than the
 //! repository sources the calibrated records name: what the tests cover, which blocks are
@@ -206,7 +208,11 @@ pub fn run(
         let mut emit = |instance: Instance| -> anyhow::Result<()> {
             match format {
                 OutputFormat::Instances => io.writer.write(&instance)?,
-                OutputFormat::Sft(ratios) => io.writer.write(&sft_example(&instance, ratios))?,
+                OutputFormat::Sft(ratios) => {
+                    if let Some(example) = sft_example(&instance, ratios) {
+                        io.writer.write(&example)?
+                    }
+                }
             }
             Ok(())
         };

@@ -1,7 +1,10 @@
 //! Supervised fine-tuning export: an instance's chat messages with the ground truth as the
-//! assistant turn, and a split chosen by repository.
+//! assistant turn, and a split chosen by repository. A C++ source's reference goes with its
+//! first chunk only.
 
-use clover_protocol::{fnv1a64, Instance, Message, RecordKind, SftExample, SCHEMA_VERSION};
+use clover_protocol::{
+    fnv1a64, Instance, Message, RecordKind, SftExample, JOIN_APPEND, SCHEMA_VERSION,
+};
 
 use crate::prompt::code_block;
 
@@ -64,7 +67,21 @@ pub fn split_of(repo: &str, ratios: SplitRatios) -> &'static str {
 
 /// The fine-tuning example for an instance: its messages and the ground truth as the answer,
 /// in the code block the instruction asks for.
-pub fn sft_example(instance: &Instance, ratios: SplitRatios) -> SftExample {
+///
+/// The chunks of one C++ source share the whole test file as their reference, and their
+/// answers are appended into one file; were every chunk's assistant turn that file, the
+/// appended answers a model learns to give would repeat every TEST once per chunk. So each
+/// chunk gets its share of the reference the way the oracle answers: the first chunk the
+/// whole file, the others nothing — they yield no example (`None`), since an empty answer is
+/// nothing to learn. (Sharing the TESTs out by the chunk they exercise would need per-TEST
+/// coverage, which calibrate does not record.)
+pub fn sft_example(instance: &Instance, ratios: SplitRatios) -> Option<SftExample> {
+    if instance
+        .chunk()
+        .is_some_and(|c| c.join == JOIN_APPEND && c.index > 0)
+    {
+        return None;
+    }
     let language = instance
         .exec
         .language
@@ -74,7 +91,7 @@ pub fn sft_example(instance: &Instance, ratios: SplitRatios) -> SftExample {
         role: "assistant".into(),
         content: code_block(language, &instance.reference),
     });
-    SftExample {
+    Some(SftExample {
         kind: RecordKind::SftExample,
         schema_version: SCHEMA_VERSION,
         id: instance.id.clone(),
@@ -83,7 +100,7 @@ pub fn sft_example(instance: &Instance, ratios: SplitRatios) -> SftExample {
         task: instance.task,
         setting: instance.setting.clone(),
         messages,
-    }
+    })
 }
 
 #[cfg(test)]

@@ -693,6 +693,51 @@ fn coverage_prompts_mark_the_required_lines() {
     );
 }
 
+/// C++ fine-tuning data: the chunks of a source share its test file, and their answers are
+/// appended, so the file goes with the first chunk only — every TEST of a pair's test file is
+/// in the appended assistant turns exactly once (the fixture's tokenizer.cc has 2 chunks).
+#[test]
+fn sft_chunks_share_out_the_reference() {
+    let Some(model) = model() else { return };
+    let extra = ["--shot-max-tokens", "100000"];
+    let instances: Vec<Instance> = read_records(&pack(&model, CPP.0, CPP.1, &extra));
+    let out = pack(
+        &model,
+        CPP.0,
+        CPP.1,
+        &[&extra[..], &["--format", "sft"]].concat(),
+    );
+    let examples: Vec<serde_json::Value> = String::from_utf8(out)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let tests = |text: &str| {
+        text.lines()
+            .filter(|l| l.starts_with("TEST(") || l.starts_with("TEST_F("))
+            .count()
+    };
+    let mut chunked = 0;
+    for rec in calibrated(CPP.0) {
+        let c = rec.problem.cpp.as_ref().unwrap();
+        let of_pair: Vec<&serde_json::Value> = examples
+            .iter()
+            .filter(|e| str_of(&e["id"]).starts_with(&format!("{}#", rec.id)))
+            .collect();
+        let appended: String = of_pair
+            .iter()
+            .map(|e| str_of(&e["messages"][2]["content"]).to_string())
+            .collect();
+        assert!(tests(&c.unit_test) > 0, "{}", rec.id);
+        assert_eq!(tests(&appended), tests(&c.unit_test), "{}", rec.id);
+        let chunks = instances.iter().filter(|i| i.problem_id == rec.id).count();
+        assert_eq!(of_pair.len(), 1, "{}: {chunks} chunks", rec.id);
+        assert!(str_of(&of_pair[0]["id"]).ends_with("#0"));
+        chunked += usize::from(chunks > 1);
+    }
+    assert!(chunked > 0, "the fixture has a source of several chunks");
+}
+
 /// A problem calibrate excluded yields no instance. The fixture's records are all kept (its
 /// flaky test is left out of them), so the exclusion is put on real records here: those of
 /// every problem that had a Task III instance.
