@@ -90,6 +90,38 @@ struct Declared {
 }
 
 pub(crate) fn python_sources(root: &Path) -> Sources {
+    let mut chosen = choose(root);
+    // Say which importable folders were passed over, so a user who wants one knows the key.
+    let mut left_out: Vec<String> = Vec::new();
+    for base in [Path::new(""), Path::new("src")] {
+        let mut entries: Vec<PathBuf> = std::fs::read_dir(root.join(base))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|e| e.path().join("__init__.py").is_file())
+            .map(|e| base.join(e.file_name()))
+            .collect();
+        entries.sort();
+        for dir in entries {
+            let name = dir.file_name().unwrap_or_default().to_string_lossy();
+            let is_test = ["tests", "test", "testing"].contains(&name.as_ref());
+            if !is_test && !name.starts_with('.') && !chosen.dirs.iter().any(|c| dir.starts_with(c))
+            {
+                left_out.push(dir.display().to_string());
+            }
+        }
+    }
+    if !left_out.is_empty() {
+        chosen.why.push_str(&format!(
+            "; left out [{}]: not the distribution's (name them in clover.toml source_dirs to \
+             include them)",
+            left_out.join(", ")
+        ));
+    }
+    chosen
+}
+
+fn choose(root: &Path) -> Sources {
     if let Some(s) = egg_info(root) {
         return s;
     }
@@ -562,6 +594,11 @@ mod tests {
         // With no packaging file at all, the non-package folders are still left out.
         let s = python_sources(tree(&files).path());
         assert_eq!(dirs(&s), vec!["falcon"], "{}", s.why);
+        assert!(
+            s.why.ends_with("left out [benchmarks, docs, examples]: not the distribution's (name them in clover.toml source_dirs to include them)"),
+            "{}",
+            s.why
+        );
         // A hatch project names nothing: the folder named like the project is its package.
         let mut with_name = files.to_vec();
         with_name.push((
