@@ -9,6 +9,7 @@ fn row(id: &str) -> ScoreRow {
         id: id.to_string(),
         model: "oracle".into(),
         task: Task::AssertionCloze,
+        answer_format: String::new(),
         setting: "po".into(),
         repo: "*".into(),
         n: 3,

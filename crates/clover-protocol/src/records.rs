@@ -615,10 +615,15 @@ pub struct RunResult {
 pub struct ScoreRow {
     pub kind: RecordKind,
     pub schema_version: u32,
-    /// `<model>/<task>/<setting>/<repo>`.
+    /// `<model>/<task>/<setting>/<repo>`, or `<model>/<task>/<answer format>/<setting>/<repo>`
+    /// for a task asked in several answer formats.
     pub id: String,
     pub model: String,
     pub task: Task,
+    /// The answer format the row's results were asked in (`part`, `full`); empty for a task
+    /// with one format. Absent in older records.
+    #[serde(default)]
+    pub answer_format: String,
     pub setting: String,
     /// `*` when the row covers every repository.
     pub repo: String,

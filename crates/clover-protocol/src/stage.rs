@@ -242,6 +242,7 @@ mod tests {
             id: id.into(),
             model: "m".into(),
             task: Task::CoverageTest,
+            answer_format: String::new(),
             setting: "po".into(),
             repo: "*".into(),
             n: 1,

@@ -19,6 +19,10 @@ pub const ALL_REPOS: &str = "*";
 pub struct Row {
     pub model: String,
     pub task: Task,
+    /// The answer format (`part`, `full`, …) from `scoring.answer_format`; empty for a task
+    /// with one format. The papers report each format in its own table, so it is part of
+    /// every group's key.
+    pub format: String,
     pub setting: String,
     pub repo: String,
     pub n: u64,
@@ -31,6 +35,7 @@ pub struct Row {
 pub struct Utilization {
     pub model: String,
     pub task: Task,
+    pub format: String,
     pub repo: String,
     pub metric: &'static str,
     pub po: f64,
@@ -54,6 +59,7 @@ pub struct Report {
 struct GroupKey {
     model: String,
     task: Task,
+    format: String,
     setting: String,
     repo: String,
 }
@@ -85,6 +91,7 @@ impl Scorer {
         let mut key = GroupKey {
             model: r.model.clone(),
             task,
+            format: answer_format(r).to_string(),
             setting: r.setting.clone(),
             repo: ALL_REPOS.into(),
         };
@@ -103,6 +110,7 @@ impl Scorer {
             .map(|(k, t)| Row {
                 model: k.model.clone(),
                 task: k.task,
+                format: k.format.clone(),
                 setting: k.setting.clone(),
                 repo: k.repo.clone(),
                 n: t.n,
@@ -110,8 +118,8 @@ impl Scorer {
             })
             .collect();
         rows.sort_by(|a, b| {
-            (&a.model, a.task, a.repo != ALL_REPOS, &a.repo)
-                .cmp(&(&b.model, b.task, b.repo != ALL_REPOS, &b.repo))
+            (&a.model, a.task, &a.format, a.repo != ALL_REPOS, &a.repo)
+                .cmp(&(&b.model, b.task, &b.format, b.repo != ALL_REPOS, &b.repo))
                 .then_with(|| setting_order(&a.setting, &b.setting))
         });
         let utilization = utilization(&rows);
@@ -123,13 +131,24 @@ impl Scorer {
     }
 }
 
+/// The answer format a result was asked in (`scoring.answer_format`), empty when the
+/// instance did not say.
+fn answer_format(r: &RunResult) -> &str {
+    r.scoring
+        .get("answer_format")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+}
+
 fn utilization(rows: &[Row]) -> Vec<Utilization> {
     let mut out = Vec::new();
-    let mut by: BTreeMap<(&str, Task, &str), Vec<&Row>> = BTreeMap::new();
+    let mut by: BTreeMap<(&str, Task, &str, &str), Vec<&Row>> = BTreeMap::new();
     for r in rows {
-        by.entry((&r.model, r.task, &r.repo)).or_default().push(r);
+        by.entry((&r.model, r.task, &r.format, &r.repo))
+            .or_default()
+            .push(r);
     }
-    for ((model, task, repo), group) in by {
+    for ((model, task, format, repo), group) in by {
         let metric = headline_metric(task);
         let Some(po) = group
             .iter()
@@ -160,6 +179,7 @@ fn utilization(rows: &[Row]) -> Vec<Utilization> {
         out.push(Utilization {
             model: model.into(),
             task,
+            format: format.into(),
             repo: repo.into(),
             metric,
             po: *po,
@@ -191,6 +211,7 @@ pub fn to_json(report: &Report) -> Value {
         "rows": report.rows.iter().map(|r| json!({
             "model": r.model,
             "task": task_name(r.task),
+            "answer_format": r.format,
             "setting": r.setting,
             "repo": r.repo,
             "n": r.n,
@@ -199,6 +220,7 @@ pub fn to_json(report: &Report) -> Value {
         "utilization": report.utilization.iter().map(|u| json!({
             "model": u.model,
             "task": task_name(u.task),
+            "answer_format": u.format,
             "repo": u.repo,
             "metric": u.metric,
             "po": round(u.po),
@@ -220,9 +242,17 @@ pub fn to_score_rows(report: &Report) -> Vec<ScoreRow> {
         .map(|r| ScoreRow {
             kind: RecordKind::ScoreRow,
             schema_version: SCHEMA_VERSION,
-            id: format!("{}/{}/{}/{}", r.model, task_name(r.task), r.setting, r.repo),
+            id: format!(
+                "{}/{}{}/{}/{}",
+                r.model,
+                task_name(r.task),
+                format_part(&r.format),
+                r.setting,
+                r.repo
+            ),
             model: r.model.clone(),
             task: r.task,
+            answer_format: r.format.clone(),
             setting: r.setting.clone(),
             repo: r.repo.clone(),
             n: r.n,
@@ -233,9 +263,16 @@ pub fn to_score_rows(report: &Report) -> Vec<ScoreRow> {
         out.push(ScoreRow {
             kind: RecordKind::ScoreRow,
             schema_version: SCHEMA_VERSION,
-            id: format!("{}/{}/delta/{}", u.model, task_name(u.task), u.repo),
+            id: format!(
+                "{}/{}{}/delta/{}",
+                u.model,
+                task_name(u.task),
+                format_part(&u.format),
+                u.repo
+            ),
             model: u.model.clone(),
             task: u.task,
+            answer_format: u.format.clone(),
             setting: "delta".into(),
             repo: u.repo.clone(),
             n: 0,
@@ -249,6 +286,42 @@ pub fn to_score_rows(report: &Report) -> Vec<ScoreRow> {
         });
     }
     out
+}
+
+/// A utilization's format for a table cell: escaped, or "—" for a task with one format.
+fn format_cell(format: &str) -> String {
+    if format.is_empty() {
+        "—".into()
+    } else {
+        esc(format)
+    }
+}
+
+/// `/<format>` for a row's id, nothing for a task with one format (ids as before).
+fn format_part(format: &str) -> String {
+    if format.is_empty() {
+        String::new()
+    } else {
+        format!("/{format}")
+    }
+}
+
+/// Whether `task`'s rows come in answer formats (then tables get a `format` column).
+fn has_formats(report: &Report, task: Task) -> bool {
+    report
+        .rows
+        .iter()
+        .any(|r| r.task == task && !r.format.is_empty())
+}
+
+/// A utilization's best or worst setting, or "—" when no budget differs from PO (naming one
+/// would suggest a difference there is not).
+fn extreme(u: &Utilization, setting: &str) -> String {
+    if u.delta_max == 0.0 && u.delta_min == 0.0 {
+        "—".into()
+    } else {
+        setting.into()
+    }
 }
 
 fn pct(v: f64) -> String {
@@ -269,18 +342,31 @@ pub fn to_markdown(report: &Report) -> String {
     let mut s = String::new();
     for task in tasks(report) {
         let names = metric_names(task);
+        let formats = has_formats(report, task);
         let _ = writeln!(s, "## {}\n", task_title(task));
-        let _ = write!(s, "| model | setting | repo | n |");
+        let _ = write!(
+            s,
+            "| model |{} setting | repo | n |",
+            if formats { " format |" } else { "" }
+        );
         for n in names {
             let _ = write!(s, " {n} |");
         }
-        s.push_str("\n|---|---|---|---:|");
+        let _ = write!(
+            s,
+            "\n|---|{}---|---|---:|",
+            if formats { "---|" } else { "" }
+        );
         for _ in names {
             s.push_str("---:|");
         }
         s.push('\n');
         for r in report.rows.iter().filter(|r| r.task == task) {
-            let _ = write!(s, "| {} | {} | {} | {} |", r.model, r.setting, r.repo, r.n);
+            let _ = write!(s, "| {} |", r.model);
+            if formats {
+                let _ = write!(s, " {} |", r.format);
+            }
+            let _ = write!(s, " {} | {} | {} |", r.setting, r.repo, r.n);
             for n in names {
                 let _ = write!(
                     s,
@@ -297,21 +383,22 @@ pub fn to_markdown(report: &Report) -> String {
     }
     if !report.utilization.is_empty() {
         s.push_str("## Context utilization (vs problem-only)\n\n");
-        s.push_str("| model | task | repo | metric | PO | Δmax | best | Δmin | worst |\n");
-        s.push_str("|---|---|---|---|---:|---:|---|---:|---|\n");
+        s.push_str("| model | task | format | repo | metric | PO | Δmax | best | Δmin | worst |\n");
+        s.push_str("|---|---|---|---|---|---:|---:|---|---:|---|\n");
         for u in &report.utilization {
             let _ = writeln!(
                 s,
-                "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
                 u.model,
                 task_name(u.task),
+                format_cell(&u.format),
                 u.repo,
                 u.metric,
                 pct(u.po),
                 signed_pct(u.delta_max),
-                u.best_setting,
+                extreme(u, &u.best_setting),
                 signed_pct(u.delta_min),
-                u.worst_setting
+                extreme(u, &u.worst_setting)
             );
         }
         s.push('\n');
@@ -384,7 +471,11 @@ fn plot(report: &Report, task: Task) -> String {
     let mut settings: Vec<&str> = rows.iter().map(|r| r.setting.as_str()).collect();
     settings.sort_by(|a, b| setting_order(a, b));
     settings.dedup();
-    let mut models: Vec<&str> = rows.iter().map(|r| r.model.as_str()).collect();
+    // One line per model and answer format.
+    let mut models: Vec<(&str, &str)> = rows
+        .iter()
+        .map(|r| (r.model.as_str(), r.format.as_str()))
+        .collect();
     models.sort();
     models.dedup();
     let (w, h) = (640.0, 300.0);
@@ -436,14 +527,19 @@ fn plot(report: &Report, task: Task) -> String {
         top + ph / 2.0,
         esc(metric)
     );
-    for (mi, model) in models.iter().enumerate() {
+    for (mi, (model, format)) in models.iter().enumerate() {
         let color = PALETTE[mi % PALETTE.len()];
+        let label = if format.is_empty() {
+            model.to_string()
+        } else {
+            format!("{model} ({format})")
+        };
         let points: Vec<(f64, f64)> = settings
             .iter()
             .enumerate()
             .filter_map(|(i, st)| {
                 rows.iter()
-                    .find(|r| r.model == *model && r.setting == *st)
+                    .find(|r| r.model == *model && r.format == *format && r.setting == *st)
                     .and_then(|r| r.metrics.get(metric))
                     .map(|v| (x(i), y(*v)))
             })
@@ -454,8 +550,9 @@ fn plot(report: &Report, task: Task) -> String {
             .collect();
         let _ = write!(
             s,
-            r##"<polyline class="series" data-model="{m}" fill="none" stroke="{color}" stroke-width="2" points="{p}"/>"##,
+            r##"<polyline class="series" data-model="{m}" data-format="{f}" fill="none" stroke="{color}" stroke-width="2" points="{p}"/>"##,
             m = esc(model),
+            f = esc(format),
             p = pts.join(" ")
         );
         for (a, b) in &points {
@@ -472,7 +569,7 @@ fn plot(report: &Report, task: Task) -> String {
             x2 = w - right + 32.0,
             tx = w - right + 38.0,
             ty = ly + 4.0,
-            m = esc(model)
+            m = esc(&label)
         );
     }
     s.push_str("</svg>");
@@ -504,16 +601,24 @@ svg.plot{display:block;margin:0 0 1em;max-width:100%;height:auto}\
             plot(report, task),
             esc(headline_metric(task))
         );
-        s.push_str("<table><thead><tr><th>model</th><th>setting</th><th>repo</th><th>n</th>");
+        let formats = has_formats(report, task);
+        s.push_str("<table><thead><tr><th>model</th>");
+        if formats {
+            s.push_str("<th>format</th>");
+        }
+        s.push_str("<th>setting</th><th>repo</th><th>n</th>");
         for n in names {
             let _ = write!(s, "<th>{} (%)</th>", esc(n));
         }
         s.push_str("</tr></thead><tbody>\n");
         for r in report.rows.iter().filter(|r| r.task == task) {
+            let _ = write!(s, "<tr><td>{}</td>", esc(&r.model));
+            if formats {
+                let _ = write!(s, "<td>{}</td>", esc(&r.format));
+            }
             let _ = write!(
                 s,
-                "<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td>",
-                esc(&r.model),
+                "<td>{}</td><td>{}</td><td class=\"num\">{}</td>",
                 esc(&r.setting),
                 esc(&r.repo),
                 r.n
@@ -532,20 +637,21 @@ svg.plot{display:block;margin:0 0 1em;max-width:100%;height:auto}\
         let _ = writeln!(s, "<p class=\"legend\">{}</p>", esc(ERROR_RATE_LEGEND));
     }
     if !report.utilization.is_empty() {
-        s.push_str("<h2>Context utilization (vs problem-only)</h2>\n<table><thead><tr><th>model</th><th>task</th><th>repo</th><th>metric</th><th>PO (%)</th><th>Δmax</th><th>best</th><th>Δmin</th><th>worst</th></tr></thead><tbody>\n");
+        s.push_str("<h2>Context utilization (vs problem-only)</h2>\n<table><thead><tr><th>model</th><th>task</th><th>format</th><th>repo</th><th>metric</th><th>PO (%)</th><th>Δmax</th><th>best</th><th>Δmin</th><th>worst</th></tr></thead><tbody>\n");
         for u in &report.utilization {
             let _ = writeln!(
                 s,
-                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td><td class=\"num\">{}</td><td>{}</td></tr>",
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td><td class=\"num\">{}</td><td>{}</td></tr>",
                 esc(&u.model),
                 task_name(u.task),
+                format_cell(&u.format),
                 esc(&u.repo),
                 u.metric,
                 pct(u.po),
                 signed_pct(u.delta_max),
-                esc(&u.best_setting),
+                esc(&extreme(u, &u.best_setting)),
                 signed_pct(u.delta_min),
-                esc(&u.worst_setting)
+                esc(&extreme(u, &u.worst_setting))
             );
         }
         s.push_str("</tbody></table>\n");
@@ -583,6 +689,7 @@ mod tests {
         Row {
             model: model.into(),
             task: Task::CoverageTest,
+            format: String::new(),
             setting: setting.into(),
             repo: ALL_REPOS.into(),
             n: 10,
@@ -593,6 +700,86 @@ mod tests {
             .into_iter()
             .collect(),
         }
+    }
+
+    /// A scored result of a Task II instance asked in `format`, passed or not.
+    fn targeted(format: &str, setting: &str, passed: bool) -> RunResult {
+        serde_json::from_value(json!({
+            "kind": "run_result", "schema_version": SCHEMA_VERSION,
+            "id": format!("r/t.py::test_x#targeted_test#{setting}#{format}@m"),
+            "instance_id": "i", "model": "m", "task": "targeted_test",
+            "setting": setting, "repo": "r",
+            "outcome": if passed { "passed" } else { "failed" },
+            "tests": [], "coverage": [], "limit_hit": null, "exit_code": 0, "signal": null,
+            "candidate": null, "answer": null, "message": null,
+            "stdout_tail": "", "stderr_tail": "",
+            "scoring": {"answer_format": format}, "duration_secs": 0.0
+        }))
+        .unwrap()
+    }
+
+    /// The papers report `part` and `full` in separate tables: each format is its own row,
+    /// its own utilization, its own series, and its own ScoreRow id.
+    #[test]
+    fn answer_formats_are_never_pooled() {
+        let mut scorer = Scorer::new(false);
+        for (format, setting, passed) in [
+            ("part", "po", true),
+            ("part", "po", true),
+            ("full", "po", false),
+            ("full", "po", true),
+            ("part", "8k", true),
+            ("full", "8k", true),
+        ] {
+            scorer.add(&targeted(format, setting, passed));
+        }
+        let report = scorer.report();
+        let rows: Vec<(&str, &str, u64)> = report
+            .rows
+            .iter()
+            .map(|r| (r.format.as_str(), r.setting.as_str(), r.n))
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                ("full", "po", 2),
+                ("full", "8k", 1),
+                ("part", "po", 2),
+                ("part", "8k", 1)
+            ]
+        );
+        let md = to_markdown(&report);
+        assert!(
+            md.contains("| model | format | setting | repo | n |")
+                && md.contains("| m | full | po | * | 2 | 50.0 |")
+                && md.contains("| m | part | po | * | 2 | 100.0 |"),
+            "{md}"
+        );
+        let u: Vec<(&str, f64)> = report
+            .utilization
+            .iter()
+            .map(|u| (u.format.as_str(), u.delta_max))
+            .collect();
+        // Success needs the target used, which these results do not: every delta is 0.
+        assert_eq!(u, [("full", 0.0), ("part", 0.0)]);
+        // No budget differs from PO: no best or worst setting is named.
+        assert!(
+            md.contains(
+                "| m | targeted_test | part | * | success_rate | 0.0 | +0.0 | — | +0.0 | — |"
+            ),
+            "{md}"
+        );
+        let ids: Vec<String> = to_score_rows(&report).into_iter().map(|r| r.id).collect();
+        assert!(
+            ids.contains(&"m/targeted_test/part/po/*".to_string()),
+            "{ids:?}"
+        );
+        assert_eq!(to_json(&report)["rows"][0]["answer_format"], "full");
+        let html = to_html(&report);
+        assert!(
+            html.contains("data-format=\"part\"") && html.contains("<th>format</th>"),
+            "{html}"
+        );
     }
 
     #[test]
