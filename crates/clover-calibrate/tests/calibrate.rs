@@ -634,3 +634,40 @@ fn output_is_byte_identical_across_calibrations() {
     };
     assert_eq!(out(1), out(2));
 }
+
+/// A problem calibrate cannot calibrate has no record, is reported on stderr, and is still
+/// counted in the summary: the summary accounts for every problem of the input.
+#[test]
+fn a_problem_that_fails_is_counted_in_the_summary() {
+    let (Some(python), Some(())) = (clover_testkit::python(), clover_testkit::root()) else {
+        return;
+    };
+    let mut problems = pyedge("test_address.py");
+    problems.extend(pyedge("test_util.py"));
+    assert_eq!(problems.len(), 3);
+    problems[0]
+        .python
+        .as_mut()
+        .unwrap()
+        .problem_declaration_line = 9999;
+    let dir = tempfile::tempdir().unwrap();
+    let input = write_problems(dir.path(), &problems);
+    let out = dir.path().join("out.jsonl");
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/pyedge");
+    let run = Command::new(env!("CARGO_BIN_EXE_clover-calibrate"))
+        .arg(&input)
+        .arg("-o")
+        .arg(&out)
+        .args(python_args(&python, &fixture))
+        .args(["--runs", "1"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(stderr.contains("problem_declaration_line"), "{stderr}");
+    let summary: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(format!("{}.summary.json", out.display())).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(summary["pyedge"]["failed"], 1, "{summary}");
+    assert_eq!(summary["pyedge"]["kept"], 2, "{summary}");
+}
