@@ -36,6 +36,8 @@ pub struct Summary {
     pub repos: u64,
     pub problems: u64,
     pub excluded: u64,
+    /// Kept problems left out by `--sample`.
+    pub sampled_out: u64,
     pub instances: BTreeMap<String, u64>,
     pub prompt_tokens: u64,
     pub skipped: BTreeMap<String, u64>,

@@ -47,6 +47,7 @@ mod pack;
 mod prompt;
 mod python;
 mod rng;
+mod sample;
 mod setting;
 mod sft;
 mod source;
@@ -64,6 +65,7 @@ pub use build::{PackError, Packer, Summary};
 pub use pack::{Draft, DraftCounts};
 pub use prompt::{code_block, fence, file_block};
 pub use rng::{Rng, WeightedDraws};
+pub use sample::{choose as choose_sample, sample_input, SampleError};
 pub use setting::{parse_settings, Setting};
 pub use sft::{sft_example, split_of, SplitRatios};
 pub use source::{RepoSources, SourceFile};
@@ -79,6 +81,9 @@ pub const TOOL: &str = "clover-pack-context";
 #[derive(Debug, Clone)]
 pub struct Options {
     pub seed: u64,
+    /// Keep only this many of the input's kept problems, a seeded uniform sample of the whole
+    /// input (see [`sample_input`]); the input must then be a file.
+    pub sample: Option<usize>,
     /// Tasks to build, in output order within a problem.
     pub tasks: Vec<Task>,
     /// Settings for every task, replacing the per-task defaults.
@@ -103,6 +108,7 @@ impl Default for Options {
     fn default() -> Self {
         Options {
             seed: 0,
+            sample: None,
             tasks: vec![
                 Task::AssertionCloze,
                 Task::TargetedTest,
@@ -187,6 +193,12 @@ pub fn run(
     tokenizer: &Tokenizer,
     format: OutputFormat,
 ) -> anyhow::Result<(u8, Summary)> {
+    // Drawn before anything is packed, from every id of the input: the same in every shard.
+    let sample = match options.sample {
+        Some(n) => Some(sample_input(args.input.as_deref(), options.seed, n)?),
+        None => None,
+    };
+    let mut sampled_out = 0u64;
     let mut read_args = args.clone();
     let shard: Option<Shard> = read_args.shard.take();
     let mut io = StageIo::open(TOOL, &read_args).context("cannot open input or output")?;
@@ -238,6 +250,10 @@ pub fn run(
             excluded += 1;
             continue;
         }
+        if sample.as_ref().is_some_and(|s| !s.contains(&record.id)) {
+            sampled_out += 1;
+            continue;
+        }
         if batch.first().is_some_and(|b| b.repo != record.repo) {
             let repo = batch[0].repo.clone();
             flush(&mut batch, &mut io, &mut packer)?;
@@ -260,6 +276,7 @@ pub fn run(
     flush(&mut batch, &mut io, &mut packer)?;
     let mut summary = packer.summary.clone();
     summary.excluded = excluded;
+    summary.sampled_out = sampled_out;
     let code = io.finish()?;
     Ok((code, summary))
 }
@@ -303,7 +320,7 @@ pub fn print_summary(summary: &Summary, secs: f64) {
         .collect();
     eprintln!(
         "{TOOL}: {} instance(s) ({}) from {} problem(s) in {} repositor{}; {} excluded by \
-         calibrate; {} prompt tokens in {secs:.2}s",
+         calibrate; {} left out by --sample; {} prompt tokens in {secs:.2}s",
         summary.total_instances(),
         if per_task.is_empty() {
             "none".to_string()
@@ -314,6 +331,7 @@ pub fn print_summary(summary: &Summary, secs: f64) {
         summary.repos,
         if summary.repos == 1 { "y" } else { "ies" },
         summary.excluded,
+        summary.sampled_out,
         summary.prompt_tokens,
     );
     for (why, n) in &summary.skipped {

@@ -26,6 +26,11 @@ struct Args {
     /// Seed of every random choice; the same input and seed give the same output bytes.
     #[arg(long, default_value_t = 0)]
     seed: u64,
+    /// Keep a seeded uniform sample of N of the input's problems (over all repositories; a
+    /// C++ pair's chunks stay together) before any task is built, as CPP-UT-Bench samples
+    /// 200 pairs. The same seed gives the same sample; the input must be a file.
+    #[arg(long, value_name = "N")]
+    sample: Option<usize>,
     /// Tasks to build.
     #[arg(
         long,
@@ -121,6 +126,19 @@ fn real_main(args: Args) -> anyhow::Result<u8> {
         eprintln!("{TOOL}: error: --max-reference-share must be between 0 and 1");
         return Ok(exit::USAGE);
     }
+    if args.sample.is_some()
+        && args
+            .stage
+            .input
+            .as_deref()
+            .is_none_or(|p| p == std::path::Path::new("-"))
+    {
+        eprintln!(
+            "{TOOL}: error: {}",
+            clover_pack_context::SampleError::NotAFile
+        );
+        return Ok(exit::USAGE);
+    }
     let repos = match RepoConfig::resolve(args.manifest.as_deref(), None, args.repo.as_deref()) {
         Ok(r) => r,
         Err(e) => {
@@ -131,6 +149,7 @@ fn real_main(args: Args) -> anyhow::Result<u8> {
     let tokenizer = Tokenizer::load(&args.tokenizer).context("cannot load the tokenizer")?;
     let options = Options {
         seed: args.seed,
+        sample: args.sample,
         tasks: args
             .tasks
             .iter()

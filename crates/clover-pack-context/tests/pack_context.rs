@@ -738,6 +738,74 @@ fn sft_chunks_share_out_the_reference() {
     assert!(chunked > 0, "the fixture has a source of several chunks");
 }
 
+/// `--sample N`: N problems of the whole input, the same for a seed whatever the input
+/// order, another for another seed; a C++ pair keeps all its chunks; stdin is refused.
+#[test]
+fn sample_is_seeded_and_order_free() {
+    let Some(model) = model() else { return };
+    let problems = |bytes: &[u8]| {
+        read_records::<Instance>(bytes)
+            .into_iter()
+            .map(|i| i.problem_id)
+            .collect::<BTreeSet<_>>()
+    };
+    let args = [
+        "--tasks",
+        "coverage_test,targeted_test",
+        "--settings",
+        "po",
+        "--sample",
+        "8",
+    ];
+    let a = pack(&model, PY.0, PY.1, &args);
+    assert_eq!(a, pack(&model, PY.0, PY.1, &args), "not deterministic");
+    let chosen = problems(&a);
+    assert!(!chosen.is_empty() && chosen.len() <= 8, "{chosen:?}");
+    // The same records in reverse order give the same sample.
+    let tmp = tempfile::tempdir().unwrap();
+    let reversed = tmp.path().join("reversed.jsonl");
+    let text = std::fs::read_to_string(data(PY.0)).unwrap();
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines.reverse();
+    std::fs::write(&reversed, lines.join("\n") + "\n").unwrap();
+    let r = pack(&model, reversed.to_str().unwrap(), PY.1, &args);
+    assert_eq!(problems(&r), chosen);
+    // Without --sample the same tasks hold more problems: the sample left some out.
+    let all = problems(&pack(&model, PY.0, PY.1, &args[..4]));
+    assert!(all.len() > 8);
+    let other_seed = pack(&model, PY.0, PY.1, &[&args[..], &["--seed", "3"]].concat());
+    assert_ne!(
+        problems(&other_seed),
+        chosen,
+        "another seed, another sample"
+    );
+
+    let cpp = read_records::<Instance>(&pack(&model, CPP.0, CPP.1, &["--sample", "1"]));
+    let pairs: BTreeSet<&str> = cpp.iter().map(|i| i.problem_id.as_str()).collect();
+    assert_eq!(pairs.len(), 1);
+    let rec = calibrated(CPP.0)
+        .into_iter()
+        .find(|r| pairs.contains(r.id.as_str()))
+        .unwrap();
+    assert_eq!(cpp.len(), rec.problem.cpp.unwrap().chunks.len().max(1));
+
+    let out = Command::new(env!("CARGO_BIN_EXE_clover-pack-context"))
+        .args(["--sample", "2", "--manifest"])
+        .arg(workspace().join(PY.1))
+        .arg("--tokenizer")
+        .arg(&model)
+        .stdin(std::fs::File::open(data(PY.0)).unwrap())
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("needs an input file"));
+}
+
 /// A problem calibrate excluded yields no instance. The fixture's records are all kept (its
 /// flaky test is left out of them), so the exclusion is put on real records here: those of
 /// every problem that had a Task III instance.
