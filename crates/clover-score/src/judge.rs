@@ -1,7 +1,14 @@
 //! LLM-as-judge, as CPP-UT-Bench evaluates: a judge model sees the ground truth and two
-//! answers, A and B, and says which is closer to the ground truth. Every pair is asked in both
-//! orders so position bias cancels: a model wins a pair only when both orders pick it; any
-//! disagreement, a tie answer, an unreadable answer or a failed request is a tie.
+//! answers, A and B, and says which is closer to the ground truth.
+//!
+//! Two readings ([`JudgeOrder`]). clover's (`both`, the headline): every pair is asked in both
+//! orders so position bias cancels; a model wins a pair only when both orders pick it, and a
+//! disagreement or a tie answer is a tie. The paper's (`single`): each pair is asked once,
+//! the first model (by name) in position A — or, with a seed, A and B swapped for a seeded
+//! half of the pairs — and the answer counts as it is.
+//!
+//! A pair with a failed request or an answer the judge did not give in a readable form has no
+//! verdict: it is `undecided`, counted apart and in no rate (it used to pass as a tie).
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -39,8 +46,11 @@ pub struct JudgeRow {
     pub win: u64,
     pub tie: u64,
     pub loss: u64,
-    /// Pairs counted as ties because a request failed or an answer could not be read.
+    /// Pairs without a verdict because a request failed or an answer could not be read:
+    /// counted apart, in no rate and not in `n`.
     pub undecided: u64,
+    /// Requests per pair: 2 (both orders) or 1 (the paper's single order).
+    pub orders: u8,
 }
 
 impl JudgeRow {
@@ -75,6 +85,7 @@ impl JudgeRow {
             "tie": self.tie,
             "loss": self.loss,
             "undecided": self.undecided,
+            "orders": self.orders,
             "win_rate": r(self.rate(self.win)),
             "tie_rate": r(self.rate(self.tie)),
             "loss_rate": r(self.rate(self.loss)),
@@ -158,27 +169,65 @@ Answer with exactly one word: A, B, or TIE."
     ]
 }
 
+/// How many times, and in which order, each pair is put to the judge.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JudgeOrder {
+    /// Both orders; a win needs both (clover's reading, the default).
+    Both,
+    /// Once, as the paper does: the first model (by name) in position A, or, with
+    /// `swap_seed`, A and B swapped for the pairs a seeded hash picks.
+    Single { swap_seed: Option<u64> },
+}
+
 /// The judge model and how hard to drive it.
 #[derive(Debug, Clone)]
 pub struct Judge {
     pub client: ChatClient,
     pub concurrency: usize,
+    pub order: JudgeOrder,
 }
 
-/// One ordered request; jobs `2k` and `2k + 1` are pair `k` in its two orders.
+/// What the judge said to one request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Said {
+    Choice(Choice),
+    /// An answer that names none of A, B and TIE.
+    Unreadable,
+    /// The request failed (after its retries).
+    Failed,
+}
+
+/// One request: a pair in one order (`swapped`: the pair's second model is shown as A).
 struct Job {
+    pair: usize,
+    swapped: bool,
     messages: Vec<Message>,
 }
 
-/// Judges every pair of models that answered the same instance, in both orders. Models in
-/// `exclude` (the oracle, whose answer *is* the ground truth) are left out; instances with no
-/// reference are skipped and counted in the second value returned.
+/// Whether the single order shows pair (`instance`, `a`, `b`) swapped, for `seed`: a hash,
+/// so the choice is the same on every machine and in every run.
+fn swapped(seed: u64, instance: &str, a: &str, b: &str) -> bool {
+    let key = format!("{seed}\u{0}{instance}\u{0}{a}\u{0}{b}");
+    clover_protocol::fnv1a64(key.as_bytes()) & 1 == 1
+}
+
+/// What judging saw overall: requests that failed and answers that could not be read.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct JudgeFailures {
+    pub failed_requests: u64,
+    pub unreadable_answers: u64,
+}
+
+/// Judges every pair of models that answered the same instance, in the order `judge.order`
+/// says. Models in `exclude` (the oracle, whose answer *is* the ground truth) are left out;
+/// instances with no reference are skipped and counted in the second value returned; the
+/// third says how many requests failed and answers could not be read.
 pub fn run_judge(
     judge: &Judge,
     items: &[JudgeItem],
     references: &HashMap<String, String>,
     exclude: &[String],
-) -> (Vec<JudgeRow>, u64) {
+) -> (Vec<JudgeRow>, u64, JudgeFailures) {
     let mut by_instance: BTreeMap<&str, Vec<&JudgeItem>> = BTreeMap::new();
     for it in items.iter().filter(|i| !exclude.contains(&i.model)) {
         by_instance.entry(&it.instance_id).or_default().push(it);
@@ -199,13 +248,23 @@ pub fn run_judge(
         for i in 0..group.len() {
             for j in i + 1..group.len() {
                 let (a, b) = (group[i], group[j]);
+                let pair = pairs.len();
                 pairs.push((a, b));
-                jobs.push(Job {
-                    messages: judge_messages(a.task, reference, &a.answer, &b.answer),
-                });
-                jobs.push(Job {
-                    messages: judge_messages(a.task, reference, &b.answer, &a.answer),
-                });
+                let orders = match judge.order {
+                    JudgeOrder::Both => vec![false, true],
+                    JudgeOrder::Single { swap_seed: None } => vec![false],
+                    JudgeOrder::Single {
+                        swap_seed: Some(seed),
+                    } => vec![swapped(seed, id, &a.model, &b.model)],
+                };
+                for swapped in orders {
+                    let (x, y) = if swapped { (b, a) } else { (a, b) };
+                    jobs.push(Job {
+                        pair,
+                        swapped,
+                        messages: judge_messages(a.task, reference, &x.answer, &y.answer),
+                    });
+                }
             }
         }
     }
@@ -215,37 +274,56 @@ pub fn run_judge(
         max_tokens: 64,
         seed: None,
     };
-    let answers: Vec<Mutex<Option<Choice>>> = jobs.iter().map(|_| Mutex::new(None)).collect();
+    let answers: Vec<Mutex<Said>> = jobs.iter().map(|_| Mutex::new(Said::Failed)).collect();
     let next = AtomicUsize::new(0);
     std::thread::scope(|s| {
         for _ in 0..judge.concurrency.max(1) {
             s.spawn(|| loop {
                 let k = next.fetch_add(1, Ordering::Relaxed);
                 let Some(job) = jobs.get(k) else { break };
-                let choice = judge
-                    .client
-                    .complete(&job.messages, sampling)
-                    .ok()
-                    .and_then(|c| parse_choice(&c.text));
-                *answers[k].lock().expect("no panics") = choice;
+                let said = match judge.client.complete(&job.messages, sampling) {
+                    Ok(c) => parse_choice(&c.text).map_or(Said::Unreadable, Said::Choice),
+                    Err(_) => Said::Failed,
+                };
+                *answers[k].lock().expect("no panics") = said;
             });
         }
     });
-    let answers: Vec<Option<Choice>> = answers
-        .into_iter()
-        .map(|m| m.into_inner().expect("no panics"))
-        .collect();
+    let mut failures = JudgeFailures::default();
+    // Per pair, what each of its requests said, turned into "the pair's first model won".
+    let mut said: Vec<Vec<Option<Option<bool>>>> = vec![Vec::new(); pairs.len()];
+    for (job, answer) in jobs.iter().zip(answers) {
+        let verdict = match answer.into_inner().expect("no panics") {
+            Said::Failed => {
+                failures.failed_requests += 1;
+                None
+            }
+            Said::Unreadable => {
+                failures.unreadable_answers += 1;
+                None
+            }
+            Said::Choice(Choice::Tie) => Some(None),
+            Said::Choice(c) => Some(Some((c == Choice::A) != job.swapped)),
+        };
+        said[job.pair].push(verdict);
+    }
+    let orders = match judge.order {
+        JudgeOrder::Both => 2,
+        JudgeOrder::Single { .. } => 1,
+    };
     let mut rows: BTreeMap<(String, String, Task, String), JudgeRow> = BTreeMap::new();
     for (k, (a, b)) in pairs.iter().enumerate() {
-        let (first, second) = (answers[2 * k], answers[2 * k + 1]);
-        // First order shows `a` as A; the second shows `a` as B.
-        let outcome = match (first, second) {
-            (Some(Choice::A), Some(Choice::B)) => Some(true),
-            (Some(Choice::B), Some(Choice::A)) => Some(false),
-            _ => None,
+        // `None`: no verdict; `Some(None)`: a tie; `Some(Some(w))`: `a` won when `w`. In both
+        // orders a win needs the two requests to agree.
+        let undecided = said[k].iter().any(Option::is_none);
+        let outcome: Option<Option<bool>> = if undecided {
+            None
+        } else {
+            let mut ws = said[k].iter().map(|v| v.expect("decided"));
+            let first = ws.next().expect("one request a pair");
+            Some(if ws.all(|w| w == first) { first } else { None })
         };
-        let undecided = first.is_none() || second.is_none();
-        for (me, other, won) in [(a, b, outcome), (b, a, outcome.map(|w| !w))] {
+        for (me, other, won) in [(a, b, outcome), (b, a, outcome.map(|o| o.map(|w| !w)))] {
             let row = rows
                 .entry((
                     me.model.clone(),
@@ -262,13 +340,14 @@ pub fn run_judge(
                     tie: 0,
                     loss: 0,
                     undecided: 0,
+                    orders,
                 });
             match won {
-                Some(true) => row.win += 1,
-                Some(false) => row.loss += 1,
-                None => row.tie += 1,
+                Some(Some(true)) => row.win += 1,
+                Some(Some(false)) => row.loss += 1,
+                Some(None) => row.tie += 1,
+                None => row.undecided += 1,
             }
-            row.undecided += u64::from(undecided);
         }
     }
     let mut out: Vec<JudgeRow> = rows.into_values().collect();
@@ -277,7 +356,7 @@ pub fn run_judge(
             .cmp(&(&y.model, &y.opponent, y.task))
             .then_with(|| crate::setting::setting_order(&x.setting, &y.setting))
     });
-    (out, missing)
+    (out, missing, failures)
 }
 
 #[cfg(test)]

@@ -36,8 +36,9 @@
 //!   denominator of every other rate, since a failed call says nothing of the model.
 //! - **Context utilization** per model, task and repository, on the headline metric (RER,
 //!   success rate): Δmax = max over budgets − PO, Δmin = min over budgets − PO.
-//! - **LLM judge** ([`run_judge`]): pairwise, both orders, disagreement = tie, Wilson 95%
-//!   intervals.
+//! - **LLM judge** ([`run_judge`]): pairwise, both orders (a win needs both, a disagreement
+//!   is a tie) or, as the paper, one ([`JudgeOrder`]); Wilson 95% intervals; a pair whose
+//!   request failed or whose answer could not be read is `undecided`, apart from ties.
 //!
 //! Reports: Markdown tables ([`to_markdown`], which read as they are on a terminal), JSON
 //! ([`to_json`]: `{"rows":[{"model","task","setting","repo","n","metrics"}],
@@ -55,7 +56,8 @@ mod report;
 mod setting;
 
 pub use judge::{
-    judge_messages, parse_choice, run_judge, wilson, Choice, Judge, JudgeItem, JudgeRow,
+    judge_messages, parse_choice, run_judge, wilson, Choice, Judge, JudgeFailures, JudgeItem,
+    JudgeOrder, JudgeRow,
 };
 pub use metrics::{
     covered, covers_blocks, headline_metric, metric_names, trivial_rule, uses_target, verdict,

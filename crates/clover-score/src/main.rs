@@ -13,7 +13,7 @@ use clover_protocol::{
     exit, finish_main, Instance, OnError, RecordReader, RecordWriter, RunResult, Stopped, Task,
     DEFAULT_MAX_LINE_BYTES,
 };
-use clover_score::{run_judge, Judge, JudgeItem, Scorer};
+use clover_score::{run_judge, Judge, JudgeItem, JudgeOrder, Scorer};
 
 const TOOL: &str = "clover-score";
 
@@ -65,6 +65,15 @@ struct Cli {
     judge_max_retries: u32,
     #[arg(long, default_value_t = 1000, value_name = "MS")]
     judge_backoff_ms: u64,
+    /// judge: `both` asks each pair in both orders and counts a win only when both agree
+    /// (clover's reading, the default); `single` asks once, as CPP-UT-Bench does, the first
+    /// model by name in position A (see --judge-swap-seed).
+    #[arg(long, value_enum, default_value_t = JudgeOrderArg::Both)]
+    judge_order: JudgeOrderArg,
+    /// judge, with --judge-order single: swap A and B for the pairs a hash of this seed picks
+    /// (about half), instead of always showing the first model as A.
+    #[arg(long, value_name = "SEED", requires = "judge_order")]
+    judge_swap_seed: Option<u64>,
     /// judge: the instances file, for the ground truth; without it, the oracle's results in
     /// the input serve as the ground truth.
     #[arg(long, value_name = "FILE")]
@@ -80,6 +89,12 @@ enum Format {
     /// ScoreRow records, one per line.
     Jsonl,
     Html,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum JudgeOrderArg {
+    Both,
+    Single,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -166,17 +181,29 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         );
     }
     let mut report = scorer.report();
+    let mut judge_failed = false;
     if let Some(judge) = &judge {
         if let Some(path) = &cli.instances {
             bad += read_references(path, &cli, &mut references)?;
         }
-        let (rows, missing) = run_judge(judge, &items, &references, &cli.judge_exclude);
+        let (rows, missing, failures) = run_judge(judge, &items, &references, &cli.judge_exclude);
         if missing > 0 {
             eprintln!("{TOOL}: warning: {missing} instance(s) had no ground truth and were not judged; pass --instances or include the oracle's results");
+        }
+        if failures.failed_requests + failures.unreadable_answers > 0 {
+            // A judge that could not be asked is no verdict: say so, and fail the run.
+            eprintln!(
+                "{TOOL}: warning: the judge failed {} request(s) and gave {} unreadable answer(s); those pairs are `undecided`, in no rate (check --judge-base-url, --judge-model-name and the key)",
+                failures.failed_requests, failures.unreadable_answers
+            );
+            judge_failed = true;
         }
         report.judge = rows;
     }
     write_report(&cli, &report)?;
+    if judge_failed {
+        return Ok(exit::BAD_RECORDS);
+    }
     Ok(if bad > 0 {
         eprintln!("{TOOL}: {bad} bad record(s) reported above");
         exit::BAD_RECORDS
@@ -211,6 +238,12 @@ fn build_judge(cli: &Cli) -> anyhow::Result<Judge> {
             max_backoff: Duration::from_secs(60),
         }),
         concurrency: cli.judge_concurrency,
+        order: match cli.judge_order {
+            JudgeOrderArg::Both => JudgeOrder::Both,
+            JudgeOrderArg::Single => JudgeOrder::Single {
+                swap_seed: cli.judge_swap_seed,
+            },
+        },
     })
 }
 

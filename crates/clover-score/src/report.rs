@@ -297,6 +297,18 @@ fn format_cell(format: &str) -> String {
     }
 }
 
+/// How the judge was asked, for the judge table's title.
+fn judge_reading(report: &Report) -> &'static str {
+    if report.judge.iter().all(|j| j.orders == 1) {
+        "pairwise, one order per pair, as CPP-UT-Bench asks"
+    } else {
+        "pairwise, both orders; a win needs both, a disagreement is a tie"
+    }
+}
+
+/// Under the judge table: what `undecided` counts.
+const JUDGE_LEGEND: &str = "n counts the pairs with a verdict; undecided pairs (a judge request failed, or its answer named none of A, B and TIE) are in no rate.";
+
 /// `/<format>` for a row's id, nothing for a task with one format (ids as before).
 fn format_part(format: &str) -> String {
     if format.is_empty() {
@@ -404,14 +416,16 @@ pub fn to_markdown(report: &Report) -> String {
         s.push('\n');
     }
     if !report.judge.is_empty() {
-        s.push_str("## LLM judge (pairwise, both orders; disagreement = tie)\n\n");
-        s.push_str("| model | vs | task | setting | n | win | tie | loss | win 95% CI |\n");
-        s.push_str("|---|---|---|---|---:|---:|---:|---:|---|\n");
+        let _ = writeln!(s, "## LLM judge ({})\n", judge_reading(report));
+        s.push_str(
+            "| model | vs | task | setting | n | win | tie | loss | win 95% CI | undecided |\n",
+        );
+        s.push_str("|---|---|---|---|---:|---:|---:|---:|---|---:|\n");
         for j in &report.judge {
             let (lo, hi) = j.win_ci();
             let _ = writeln!(
                 s,
-                "| {} | {} | {} | {} | {} | {} | {} | {} | {}–{} |",
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {}–{} | {} |",
                 j.model,
                 j.opponent,
                 task_name(j.task),
@@ -421,10 +435,11 @@ pub fn to_markdown(report: &Report) -> String {
                 pct(j.rate(j.tie)),
                 pct(j.rate(j.loss)),
                 pct(lo),
-                pct(hi)
+                pct(hi),
+                j.undecided
             );
         }
-        s.push('\n');
+        let _ = writeln!(s, "\n{JUDGE_LEGEND}\n");
     }
     if report.rows.is_empty() {
         s.push_str("no run results to score\n");
@@ -657,12 +672,19 @@ svg.plot{display:block;margin:0 0 1em;max-width:100%;height:auto}\
         s.push_str("</tbody></table>\n");
     }
     if !report.judge.is_empty() {
-        s.push_str("<h2>LLM judge</h2>\n<p>Each pair judged in both orders; a disagreement counts as a tie. 95% Wilson intervals.</p>\n<table><thead><tr><th>model</th><th>vs</th><th>task</th><th>setting</th><th>n</th><th>win (%)</th><th>tie (%)</th><th>loss (%)</th><th>win 95% CI</th></tr></thead><tbody>\n");
+        s.push_str("<h2>LLM judge</h2>\n");
+        let _ = writeln!(
+            s,
+            "<p>{}. 95% Wilson intervals. {}</p>",
+            esc(judge_reading(report)),
+            esc(JUDGE_LEGEND)
+        );
+        s.push_str("<table><thead><tr><th>model</th><th>vs</th><th>task</th><th>setting</th><th>n</th><th>win (%)</th><th>tie (%)</th><th>loss (%)</th><th>win 95% CI</th><th>undecided</th></tr></thead><tbody>\n");
         for j in &report.judge {
             let (lo, hi) = j.win_ci();
             let _ = writeln!(
                 s,
-                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}–{}</td></tr>",
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}–{}</td><td class=\"num\">{}</td></tr>",
                 esc(&j.model),
                 esc(&j.opponent),
                 task_name(j.task),
@@ -672,7 +694,8 @@ svg.plot{display:block;margin:0 0 1em;max-width:100%;height:auto}\
                 pct(j.rate(j.tie)),
                 pct(j.rate(j.loss)),
                 pct(lo),
-                pct(hi)
+                pct(hi),
+                j.undecided
             );
         }
         s.push_str("</tbody></table>\n");

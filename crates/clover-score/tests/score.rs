@@ -613,6 +613,116 @@ fn llm_judge_pairs_in_both_orders() {
     );
 }
 
+/// The paper's reading (`--judge-order single`): each pair asked once, the first model by
+/// name as A, so the position-biased judge's `A` is a win; with a swap seed about half the
+/// pairs show the other model first. A judge that cannot be reached decides nothing: its
+/// pairs are `undecided` (not ties), a warning says so, and the exit code is 3.
+#[test]
+fn the_judge_in_one_order_and_a_judge_that_is_down() {
+    let judge = fake_judge();
+    let dir = tempfile::tempdir().unwrap();
+    let mut rs = Vec::new();
+    for k in 0..40 {
+        let id = format!("cppfix/src/ring_buffer.cc#chunk{k}@po");
+        rs.extend(passed_cpp_answers(
+            &id,
+            &[
+                ("oracle", "TEST(R, T) { GOOD(); }"),
+                ("bad", "TEST(R, B) { BAD(); }"),
+                ("worse", "TEST(R, C) { }"),
+            ],
+        ));
+    }
+    let input = dir.path().join("results.jsonl");
+    std::fs::write(
+        &input,
+        rs.iter()
+            .map(|r| serde_json::to_string(r).unwrap() + "\n")
+            .collect::<String>(),
+    )
+    .unwrap();
+    let url = judge.url();
+    let run = |url: &str, extra: &[&str]| {
+        let mut args = vec![
+            "--format",
+            "json",
+            "--judge",
+            "openai",
+            "--judge-base-url",
+            url,
+            "--judge-model-name",
+            "judge",
+            "--judge-max-retries",
+            "0",
+        ];
+        args.extend_from_slice(extra);
+        args.push(input.to_str().unwrap());
+        let (out, stderr, code) = score(&args);
+        let v: Value = serde_json::from_str(&out).unwrap_or(Value::Null);
+        (v, stderr, code)
+    };
+    let counts = |v: &Value| {
+        let r = v["judge"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["model"] == "bad" && r["opponent"] == "worse")
+            .cloned()
+            .unwrap();
+        let n = |k: &str| r[k].as_u64().unwrap();
+        (n("win"), n("tie"), n("loss"), n("undecided"), n("orders"))
+    };
+    let (v, stderr, code) = run(&url, &["--judge-order", "single"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(counts(&v), (40, 0, 0, 0, 1), "`bad` is always shown as A");
+    let (v, _, _) = run(&url, &["--judge-order", "single", "--judge-swap-seed", "7"]);
+    let (win, tie, loss, undecided, _) = counts(&v);
+    assert_eq!((tie, undecided, win + loss), (0, 0, 40));
+    assert!((10..=30).contains(&win), "a seeded half swapped: {win}");
+    let (again, _, _) = run(&url, &["--judge-order", "single", "--judge-swap-seed", "7"]);
+    assert_eq!(
+        counts(&again),
+        counts(&v),
+        "the same seed swaps the same pairs"
+    );
+    let (v, _, code) = run(&url, &[]);
+    assert_eq!(
+        (code, counts(&v)),
+        (0, (0, 40, 0, 0, 2)),
+        "both orders: a tie"
+    );
+
+    let down = clover_testkit::fake_chat::refused_url();
+    let (v, stderr, code) = run(&down, &[]);
+    assert_eq!(code, 3, "{stderr}");
+    assert_eq!(counts(&v), (0, 0, 0, 40, 2), "no pair passes as a tie");
+    assert!(
+        stderr.contains("the judge failed 80 request(s)") && stderr.contains("undecided"),
+        "{stderr}"
+    );
+    let table = {
+        let args = [
+            "--judge",
+            "openai",
+            "--judge-base-url",
+            &down,
+            "--judge-model-name",
+            "judge",
+            "--judge-max-retries",
+            "0",
+            input.to_str().unwrap(),
+        ];
+        score(&args).0
+    };
+    assert!(
+        table.contains("| win 95% CI | undecided |")
+            && table.contains(
+                "| bad | worse | cpp_unit_test | po | 0 | 0.0 | 0.0 | 0.0 | 0.0–100.0 | 40 |"
+            ),
+        "{table}"
+    );
+}
+
 /// The judge's ground truth from `--instances`: a bad line there is reported with its file and
 /// line and counted (exit 3), and every other instance is still judged.
 #[test]
