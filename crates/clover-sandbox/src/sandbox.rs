@@ -1,6 +1,6 @@
 //! [`Sandbox`]: one per process, shared by all runs (it is `Sync`; runs may go in parallel).
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::ffi::{OsStr, OsString};
 use std::fs::OpenOptions;
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -51,8 +51,9 @@ struct Shared {
     idmap_unavailable: AtomicBool,
     /// Supervisors that have built a root and wait for a command, by layout.
     pool: Mutex<HashMap<LayoutKey, Vec<Prepared>>>,
-    /// Network namespaces no run is in (see [`NetnsLease`]).
-    netns_free: Mutex<Vec<OwnedFd>>,
+    /// Network namespaces no run is in (see [`NetnsLease`]), oldest first: lending the one
+    /// given back longest ago uses them all in turn.
+    netns_free: Mutex<VecDeque<OwnedFd>>,
     /// Set when no network namespace could be prepared: runs then make their own.
     netns_unavailable: AtomicBool,
 }
@@ -82,7 +83,7 @@ impl NetnsLease {
             .netns_free
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .pop();
+            .pop_front();
         let fd = match free {
             Some(fd) => fd,
             None => match spawn::new_netns() {
@@ -112,7 +113,7 @@ impl Drop for NetnsLease {
                 .netns_free
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
-                .push(fd);
+                .push_back(fd);
         }
     }
 }
@@ -216,7 +217,7 @@ impl Sandbox {
             cgroups,
             idmap_unavailable: AtomicBool::new(false),
             pool: Mutex::new(HashMap::new()),
-            netns_free: Mutex::new(Vec::new()),
+            netns_free: Mutex::new(VecDeque::new()),
             netns_unavailable: AtomicBool::new(false),
         });
         let for_preparer = Arc::clone(&shared);

@@ -968,14 +968,28 @@ pub(crate) fn new_netns() -> io::Result<OwnedFd> {
 /// its process in the states after a close (TIME_WAIT for a minute after an active close,
 /// FIN_WAIT, LAST_ACK): one left on a port would make the next run's `bind` of that port
 /// fail. Read on the calling thread, which goes back to its own namespace at once.
+///
+/// The last packets of the run's connections may still be on their way through `lo` when
+/// its processes are gone, so a namespace with sockets is looked at again a few times, a
+/// millisecond apart, before it is called taken: only TIME_WAIT lasts.
 pub(crate) fn netns_is_empty(fd: RawFd) -> io::Result<bool> {
     let own = std::fs::File::open("/proc/thread-self/ns/net")?;
     enter_netns(fd)?;
-    let empty = ["tcp", "tcp6"].iter().try_fold(true, |empty, table| {
-        // The first line is the header; a second one is a socket.
-        let text = std::fs::read(format!("/proc/thread-self/net/{table}"))?;
-        io::Result::Ok(empty && text.iter().filter(|&&b| b == b'\n').count() <= 1)
-    });
+    let tables_empty = || {
+        ["tcp", "tcp6"].iter().try_fold(true, |empty, table| {
+            // The first line is the header; a second one is a socket.
+            let text = std::fs::read(format!("/proc/thread-self/net/{table}"))?;
+            io::Result::Ok(empty && text.iter().filter(|&&b| b == b'\n').count() <= 1)
+        })
+    };
+    let mut empty = tables_empty();
+    for _ in 0..3 {
+        if !matches!(empty, Ok(false)) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+        empty = tables_empty();
+    }
     enter_netns(own.as_raw_fd()).expect("going back to the thread's own network namespace");
     empty
 }
