@@ -129,6 +129,13 @@ impl Cgroups {
                 if memsw.exists() {
                     fs::write(memsw, &mem)?;
                 }
+                // v1 charges socket buffers to a counter of their own, and only once it has a
+                // limit: without one a run pins loopback TCP buffers past its memory limit
+                // (v2 charges them to `memory.current`, so `memory.max` holds them already).
+                let tcp = m.join("memory.kmem.tcp.limit_in_bytes");
+                if tcp.exists() {
+                    fs::write(tcp, &mem)?;
+                }
                 fs::write(run.dirs[1].join("pids.max"), &pids)?;
                 if let (Some(c), Some(quota)) = (run.dirs.get(2), quota) {
                     fs::write(c.join("cpu.cfs_period_us"), CPU_PERIOD_US.to_string())?;

@@ -941,3 +941,49 @@ fn busy_loops_in_parallel_get_no_more_than_the_cpu_cap() {
     let quarter = busy_loops_share(&c, sb, Some(0.25));
     assert!(quarter < 0.4, "{quarter:.2} cores with a cap of a quarter");
 }
+
+/// Loopback TCP buffers are kernel memory the run's processes do not map: a run that fills
+/// many connections and never reads pins them. They count against the run's memory limit:
+/// it cannot pin more than its limit (or is stopped).
+#[test]
+fn socket_buffers_count_against_the_memory_limit() {
+    let Some(sb) = sandbox() else { return };
+    let Some(py) = python() else { return };
+    if sb.limit_backend() == clover_sandbox::LimitBackend::Rlimits {
+        clover_testkit::require::<()>("cgroups", None);
+        return;
+    }
+    let c = Case::new();
+    let pin = r#"
+import socket, time
+l = socket.socket()
+l.bind(('127.0.0.1', 0))
+l.listen(128)
+pinned, held, deadline = 0, [], time.monotonic() + 15
+for _ in range(48):
+    a = socket.create_connection(l.getsockname())
+    b, _ = l.accept()
+    held += [a, b]
+    a.setblocking(False)
+    chunk = b'x' * (1 << 16)
+    while pinned < (1 << 30) and time.monotonic() < deadline:
+        try:
+            pinned += a.send(chunk)
+        except BlockingIOError:
+            break
+print(pinned >> 20, 'MiB pinned', flush=True)
+"#;
+    let mut spec = RunSpec::new(c.repo.path(), [py, "-c", pin]);
+    spec.limits.memory_bytes = 64 << 20;
+    spec.limits.wall = Duration::from_secs(30);
+    let out = c.run(sb, &spec);
+    let text = out.stdout.text();
+    let pinned: Option<u64> = text.split_whitespace().next().and_then(|n| n.parse().ok());
+    let stopped = matches!(out.limit_hit, Some(LimitHit::Memory)) || !out.exit.success();
+    assert!(
+        stopped || pinned.is_some_and(|mib| mib < 96),
+        "a run limited to 64 MiB pinned {text} of socket buffers ({:?}, {:?})",
+        out.exit,
+        out.limit_hit
+    );
+}
