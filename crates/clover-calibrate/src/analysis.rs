@@ -189,6 +189,15 @@ pub fn select_blocks(
         .collect()
 }
 
+/// The first file (in path order) whose lines differ between two coverage maps.
+pub fn differing_file(a: &CoverageMap, b: &CoverageMap) -> Option<String> {
+    a.keys()
+        .chain(b.keys())
+        .filter(|f| a.get(*f) != b.get(*f))
+        .min()
+        .cloned()
+}
+
 /// Adds `from`'s lines to `into`, file by file.
 pub fn merge_lines(into: &mut CoverageMap, from: &CoverageMap) {
     for (path, lines) in from {

@@ -61,6 +61,9 @@ pub struct CppCalibration {
     /// the number of runs and TESTs, and the empty test if this problem was the first of its
     /// repository to need it.
     pub test_builds: u32,
+    /// Set when the problem is kept although its lines varied between runs, in files the
+    /// benchmark takes nothing from (a background thread reaching another file).
+    pub note: Option<String>,
 }
 
 /// What a file of one empty `TEST` covers in each repository. It is the same for every
@@ -140,6 +143,7 @@ pub fn calibrate_cpp(
             Vec::new(),
         ),
         test_builds,
+        note: None,
     };
 
     // The ground truth is built once; every run below is that binary in a fresh view.
@@ -190,22 +194,44 @@ pub fn calibrate_cpp(
         }
     }
     let first = outcomes[0];
-    let exclusion =
-        match (1..outcomes.len()).find(|&r| outcomes[r] != first || bases[r] != bases[0]) {
-            Some(r) => Some(Exclusion {
-                reason: ExclusionReason::Flaky,
-                detail: if outcomes[r] != first {
-                    format!("run 1 {first:?}, run {} {:?}", r + 1, outcomes[r]).to_lowercase()
-                } else {
-                    format!("covered lines differ between run 1 and run {}", r + 1)
-                },
-            }),
-            None if first != Outcome::Passed => Some(Exclusion {
-                reason: reason_of(first),
-                detail: message.unwrap_or_default(),
-            }),
-            None => None,
-        };
+    // The benchmark takes the focal source's lines (and its header's) from a C++ problem:
+    // only a change there, or of the outcome, is flaky. Lines a background thread sometimes
+    // reaches in another file are noted.
+    let focal = |m: &CoverageMap| {
+        [Some(&cpp.file_path), cpp.header_path.as_ref()]
+            .into_iter()
+            .flatten()
+            .map(|f| m.get(f).cloned())
+            .collect::<Vec<_>>()
+    };
+    let exclusion = match (1..outcomes.len())
+        .find(|&r| outcomes[r] != first || focal(&bases[r]) != focal(&bases[0]))
+    {
+        Some(r) => Some(Exclusion {
+            reason: ExclusionReason::Flaky,
+            detail: if outcomes[r] != first {
+                format!("run 1 {first:?}, run {} {:?}", r + 1, outcomes[r]).to_lowercase()
+            } else {
+                format!(
+                    "covered lines of {} differ between run 1 and run {}",
+                    cpp.file_path,
+                    r + 1
+                )
+            },
+        }),
+        None if first != Outcome::Passed => Some(Exclusion {
+            reason: reason_of(first),
+            detail: message.unwrap_or_default(),
+        }),
+        None => None,
+    };
+    let note = (1..bases.len()).find_map(|r| {
+        let file = analysis::differing_file(&bases[0], &bases[r])?;
+        Some(format!(
+            "covered lines of {file} differ between run 1 and run {}, in no file the benchmark uses",
+            r + 1
+        ))
+    });
     if let Some(e) = exclusion {
         return Ok(left_out(e, outcomes, bases.swap_remove(0), test_builds));
     }
@@ -327,6 +353,7 @@ pub fn calibrate_cpp(
     Ok(CppCalibration {
         record,
         test_builds,
+        note,
     })
 }
 

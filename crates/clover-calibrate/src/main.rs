@@ -306,6 +306,12 @@ fn flush(
                     for (i, p) in g.problems.iter().enumerate() {
                         match calibrate_cpp(sandbox, cache, empties, repo, p, args.runs, &limits) {
                             Ok(c) => {
+                                if let Some(text) = c.note {
+                                    done.notes.push(Note {
+                                        id: p.id.clone(),
+                                        text,
+                                    });
+                                }
                                 done.records.push(c.record);
                                 done.builds += u64::from(c.test_builds);
                             }

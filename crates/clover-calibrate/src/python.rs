@@ -629,7 +629,7 @@ pub fn calibrate_group_noted(
                     break;
                 }
                 if out.notes.iter().all(|n| n.id != p.problem.id) {
-                    if let Some(file) = differing_file(&first.base, &o.base) {
+                    if let Some(file) = analysis::differing_file(&first.base, &o.base) {
                         out.notes.push(Note {
                             id: p.problem.id.clone(),
                             text: format!(
@@ -704,15 +704,6 @@ impl Used {
         }
         (self.targets != other.targets).then(|| "the targets".into())
     }
-}
-
-/// The first file (in path order) whose lines differ between two coverage maps.
-fn differing_file(a: &CoverageMap, b: &CoverageMap) -> Option<String> {
-    a.keys()
-        .chain(b.keys())
-        .filter(|f| a.get(*f) != b.get(*f))
-        .min()
-        .cloned()
 }
 
 /// The verdict of the outcomes over all runs of one problem: kept (`None`) or excluded with

@@ -671,3 +671,60 @@ fn a_problem_that_fails_is_counted_in_the_summary() {
     assert_eq!(summary["pyedge"]["failed"], 1, "{summary}");
     assert_eq!(summary["pyedge"]["kept"], 2, "{summary}");
 }
+
+/// A C++ TEST whose thread reaches one of two functions of another file at random: the focal
+/// file's lines are the same in every run, so the problem is kept and the variation noted.
+#[test]
+fn a_cpp_test_whose_thread_varies_outside_the_focal_file_is_kept() {
+    let (Some(()), Some(())) = (clover_testkit::root(), clover_testkit::cpp_toolchain()) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let repo_dir = dir.path().join("noisy");
+    for (path, text) in [
+        (
+            "clover.toml",
+            "[[repo]]\nname = \"noisy\"\npath = \".\"\nlanguage = \"cpp\"\n\
+             source_dirs = [\"src\"]\ntest_dirs = [\"tests\"]\ninclude_dirs = [\"src\"]\n\
+             cxxflags = [\"-std=c++17\", \"-O0\"]\nlink = [\"gtest_main\", \"gtest\", \"pthread\"]\n",
+        ),
+        ("src/tally.h", "namespace tally {\nint Twice(int x);\n}\n"),
+        (
+            "src/tally.cc",
+            "#include \"tally.h\"\n\nnamespace tally {\nint Twice(int x) { return 2 * x; }\n}\n",
+        ),
+        ("src/noise.h", "namespace noise {\nint Left();\nint Right();\n}\n"),
+        (
+            "src/noise.cc",
+            "#include \"noise.h\"\n\nnamespace noise {\nint Left() { return 1; }\n\n\
+             int Right() { return 2; }\n}\n",
+        ),
+        (
+            "tests/tally_test.cc",
+            "#include <gtest/gtest.h>\n\n#include <random>\n#include <thread>\n\n\
+             #include \"noise.h\"\n#include \"tally.h\"\n\n\
+             TEST(Tally, Twice) {\n  std::thread t([] {\n\
+             if (std::random_device{}() % 2) noise::Left(); else noise::Right();\n  });\n\
+             EXPECT_EQ(tally::Twice(2), 4);\n  t.join();\n}\n",
+        ),
+    ] {
+        let p = repo_dir.join(path);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+    let repo = &RepoConfig::resolve(None, None, Some(&repo_dir)).unwrap()[0];
+    let problems = extract(repo);
+    assert_eq!(problems.len(), 1);
+    let input = write_problems(dir.path(), &problems);
+    let r = repo_dir.display().to_string();
+    // 12 runs all alike happen once in 2048 calibrations.
+    let (records, stderr, summary) =
+        calibrate_with_summary(&input, &["--repo", &r, "--runs", "12"]);
+    let rec = &records["noisy/src/tally.cc"];
+    assert!(rec.exclusion.is_none(), "{:?} {stderr}", rec.exclusion);
+    assert!(
+        stderr.contains("note: noisy/src/tally.cc: covered lines of src/noise.cc differ"),
+        "{stderr}"
+    );
+    assert_eq!(summary["noisy"]["kept_lines_vary"], 1, "{summary}");
+}
