@@ -46,6 +46,11 @@ const CANDIDATE_OBJ: &str = ".clover-build/candidate.o";
 const TEST_BINARY: &str = ".clover-build/candidate-test";
 const GTEST_XML: &str = ".clover-out/gtest.xml";
 const COVERAGE_XML: &str = ".clover-out/coverage.xml";
+/// The flags of every coverage build, compile and link. Counters are updated atomically: a
+/// test's threads (a background compaction, a pool) update them at once, plain increments
+/// race, gcov then reads impossible counts and gcovr gives up (`UnknownLineType: branch 1
+/// taken -3`).
+const COVERAGE_FLAGS: [&str; 2] = ["--coverage", "-fprofile-update=atomic"];
 const COMPILE_LOG: &str = ".clover-out/compile.txt";
 const COMPILE_FAILED: &str = ".clover-out/compile.failed";
 
@@ -133,6 +138,18 @@ impl CppProject {
         Ok(found)
     }
 
+    /// The shell line that compiles one source of the library, instrumented, into `obj`.
+    fn compile_library_object(&self, src: &Path, obj: &str) -> String {
+        let flags = self.include_flags();
+        let src = src.to_string_lossy();
+        let words = std::iter::once(self.cxx.as_str())
+            .chain(self.cxxflags.iter().map(String::as_str))
+            .chain(flags.iter().map(String::as_str))
+            .chain(COVERAGE_FLAGS)
+            .chain(["-c", &src, "-o", obj]);
+        sh_words(words)
+    }
+
     /// A hash of everything the library's objects depend on: the repository's path (object
     /// files name their `.gcda` by absolute path), the compiler and flags, and the content
     /// of every file below the source and include folders.
@@ -144,7 +161,12 @@ impl CppProject {
         };
         add(repo.as_os_str().as_bytes());
         add(self.cxx.as_bytes());
-        for f in &self.cxxflags {
+        for f in self
+            .cxxflags
+            .iter()
+            .map(String::as_str)
+            .chain(COVERAGE_FLAGS)
+        {
             add(f.as_bytes());
         }
         for d in &self.include_dirs {
@@ -361,15 +383,9 @@ impl LibraryCache {
             }));
         }
         let mut script = String::from("set -e\n");
-        let flags = project.include_flags();
         for (src, stem) in &objects {
             let obj = format!("{LIB_DIR}/{stem}.o");
-            let src = src.to_string_lossy();
-            let words = std::iter::once(project.cxx.as_str())
-                .chain(project.cxxflags.iter().map(String::as_str))
-                .chain(flags.iter().map(String::as_str))
-                .chain(["--coverage", "-c", &src, "-o", &obj]);
-            script.push_str(&sh_words(words));
+            script.push_str(&project.compile_library_object(src, &obj));
             script.push('\n');
         }
         let mut spec = RunSpec::new(repo, ["/bin/sh", "-c", &script]);
@@ -660,7 +676,8 @@ impl<'a> GtestRun<'a> {
             base()
                 .chain([CANDIDATE_OBJ])
                 .chain(objs.iter().map(String::as_str))
-                .chain(["--coverage", "-o", TEST_BINARY])
+                .chain(COVERAGE_FLAGS)
+                .chain(["-o", TEST_BINARY])
                 .chain(libs.iter().map(String::as_str)),
         );
         format!(
@@ -1018,6 +1035,30 @@ mod tests {
         assert_eq!(
             tool.library_sources(dir.path()).unwrap(),
             vec![PathBuf::from("src/a.cc"), "src/sub/b.cpp".into()]
+        );
+        // Coverage builds update their counters atomically (threaded tests), library and link.
+        let line = project.compile_library_object(Path::new("src/a.cc"), "a.o");
+        assert!(
+            line.contains("'--coverage' '-fprofile-update=atomic'"),
+            "{line}"
+        );
+        let run = GtestRun {
+            project: &project,
+            test_file: WriteFile {
+                path: "tests/t_test.cc".into(),
+                contents: Vec::new(),
+            },
+            filter: Vec::new(),
+            limits: Limits::default(),
+        };
+        let lib = LibraryBuild {
+            key: String::new(),
+            objects: Vec::new(),
+        };
+        let script = run.build_script(&lib);
+        assert!(
+            script.contains("'--coverage' '-fprofile-update=atomic' '-o'"),
+            "{script}"
         );
         let k1 = project.cache_key(dir.path());
         std::fs::write(dir.path().join("src/c.h"), "#define X 1\n").unwrap();
