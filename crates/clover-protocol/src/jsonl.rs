@@ -53,7 +53,10 @@ pub enum RecordError {
     TooLong { at: Location, limit: usize },
     #[error("{at}: malformed JSON: {message}")]
     Malformed { at: Location, message: String },
-    #[error("{at}: expected a `{expected}` record, found kind `{found}`")]
+    #[error(
+        "{at}: expected a `{expected}` record, found kind `{found}`{}",
+        pipeline_hint(*.expected, .found)
+    )]
     WrongKind {
         at: Location,
         expected: RecordKind,
@@ -324,6 +327,36 @@ impl<R: BufRead> RecordReader<R> {
             });
             return Some(result);
         }
+    }
+}
+
+/// The stage that writes each kind of record, in pipeline order.
+const PIPELINE: &[(RecordKind, &str)] = &[
+    (RecordKind::Problem, "extract"),
+    (RecordKind::CalibratedProblem, "calibrate"),
+    (RecordKind::Instance, "pack-context"),
+    (RecordKind::Response, "generate"),
+    (RecordKind::RunResult, "sandbox-run"),
+    (RecordKind::ScoreRow, "score"),
+];
+
+/// What a record of kind `found` given where `expected` was wanted says about the pipeline:
+/// whose output it is and which stages come between (`; ` and a sentence), or nothing for a
+/// kind outside the pipeline.
+pub fn pipeline_hint(expected: RecordKind, found: &str) -> String {
+    let at = |k: &str| PIPELINE.iter().position(|(kind, _)| kind.as_str() == k);
+    let (Some(f), Some(e)) = (at(found), at(expected.as_str())) else {
+        return String::new();
+    };
+    let producer = PIPELINE[f].1;
+    if f < e {
+        let between: Vec<&str> = PIPELINE[f + 1..=e].iter().map(|(_, s)| *s).collect();
+        format!(
+            "; this is {producer}'s output: run {} on it first",
+            between.join(", then ")
+        )
+    } else {
+        format!("; this is {producer}'s output, which comes later in the pipeline")
     }
 }
 

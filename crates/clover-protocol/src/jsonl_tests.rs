@@ -81,7 +81,7 @@ fn every_bad_line_is_reported_with_line_and_id_and_the_rest_is_read() {
     assert!(
         find(3)
             .2
-            .contains("in.jsonl:3 (id b): expected a `score_row` record, found kind `instance`"),
+            .contains("in.jsonl:3 (id b): expected a `score_row` record, found kind `instance`; this is pack-context's output: run generate, then sandbox-run, then score on it first"),
         "{:?}",
         find(3)
     );

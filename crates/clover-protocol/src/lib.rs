@@ -43,4 +43,4 @@ pub use records::{
     TestOutcome, TokenUsage, UniqueBlock, SCHEMA_VERSION,
 };
 pub use shard::{fnv1a64, Shard};
-pub use stage::{exit, finish_main, OnError, StageArgs, StageIo, Stopped, Usage};
+pub use stage::{exit, finish_main, BadRecords, OnError, StageArgs, StageIo, Stopped, Usage};

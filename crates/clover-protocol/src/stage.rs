@@ -86,7 +86,41 @@ pub struct StageIo {
     done: HashSet<String>,
     shard: Option<Shard>,
     on_error: OnError,
-    bad: u64,
+    bad: BadRecords,
+}
+
+/// Bad records reported on stderr and counted. A file of the wrong kind (an instances file
+/// fed to score) is said once, with what the file is and what to run on it, and not once per
+/// line: the repeats are counted and summed up at the end.
+#[derive(Debug, Default)]
+pub struct BadRecords {
+    /// Every bad record, printed or not.
+    pub count: u64,
+    /// Per wrong kind found: the lines of that kind after the first one printed.
+    repeats: std::collections::BTreeMap<String, u64>,
+}
+
+impl BadRecords {
+    /// Reports `e` as `tool`'s error (unless it repeats a wrong kind already said) and
+    /// counts it.
+    pub fn report(&mut self, tool: &str, e: &RecordError) {
+        self.count += 1;
+        if let RecordError::WrongKind { found, .. } = e {
+            if let Some(n) = self.repeats.get_mut(found) {
+                *n += 1;
+                return;
+            }
+            self.repeats.insert(found.clone(), 0);
+        }
+        eprintln!("{tool}: error: {e}");
+    }
+
+    /// The repeats not printed, one line per kind.
+    pub fn summarize(&self, tool: &str) {
+        for (kind, n) in self.repeats.iter().filter(|(_, n)| **n > 0) {
+            eprintln!("{tool}: error: {n} more `{kind}` record(s) skipped for the same reason");
+        }
+    }
 }
 
 impl StageIo {
@@ -104,7 +138,7 @@ impl StageIo {
             done,
             shard: args.shard,
             on_error: args.on_error,
-            bad: 0,
+            bad: BadRecords::default(),
         })
     }
 
@@ -135,13 +169,12 @@ impl StageIo {
 
     /// Reports a bad record on stderr and counts it.
     pub fn report(&mut self, e: &RecordError) {
-        self.bad += 1;
-        eprintln!("{}: error: {e}", self.tool);
+        self.bad.report(&self.tool, e);
     }
 
     /// Reports a record that could not be processed (not an input error) and counts it.
     pub fn report_failed(&mut self, line: u64, id: &str, why: &dyn std::fmt::Display) {
-        self.bad += 1;
+        self.bad.count += 1;
         eprintln!(
             "{}: error: {}:{line} (id {id}): {why}",
             self.tool,
@@ -183,8 +216,12 @@ impl StageIo {
     /// Finishes the output and returns the exit code the stage ends with.
     pub fn finish(self) -> io::Result<u8> {
         self.writer.finish()?;
-        Ok(if self.bad > 0 {
-            eprintln!("{}: {} bad record(s) reported above", self.tool, self.bad);
+        self.bad.summarize(&self.tool);
+        Ok(if self.bad.count > 0 {
+            eprintln!(
+                "{}: {} bad record(s) reported above",
+                self.tool, self.bad.count
+            );
             exit::BAD_RECORDS
         } else {
             exit::OK
@@ -228,6 +265,44 @@ mod tests {
     use super::*;
     use crate::records::{RecordKind, ScoreRow, Task, SCHEMA_VERSION};
     use clap::Parser;
+
+    /// A wrong kind says whose output the file is and what comes between, once per kind.
+    #[test]
+    fn a_file_of_the_wrong_kind_is_said_once_with_the_stages_between() {
+        use crate::jsonl::{pipeline_hint, Location};
+        assert_eq!(
+            pipeline_hint(RecordKind::RunResult, "instance"),
+            "; this is pack-context's output: run generate, then sandbox-run on it first"
+        );
+        assert_eq!(
+            pipeline_hint(RecordKind::Instance, "run_result"),
+            "; this is sandbox-run's output, which comes later in the pipeline"
+        );
+        assert_eq!(pipeline_hint(RecordKind::Instance, "sft_example"), "");
+        let wrong = |line: u64, found: &str| RecordError::WrongKind {
+            at: Location {
+                source: "in.jsonl".into(),
+                line,
+                id: None,
+            },
+            expected: RecordKind::RunResult,
+            found: found.into(),
+        };
+        let mut bad = BadRecords::default();
+        for line in 1..=84 {
+            bad.report("t", &wrong(line, "instance"));
+        }
+        bad.report("t", &wrong(85, "problem"));
+        assert_eq!(bad.count, 85);
+        assert_eq!(
+            bad.repeats
+                .iter()
+                .map(|(k, n)| (k.as_str(), *n))
+                .collect::<Vec<_>>(),
+            [("instance", 83), ("problem", 0)],
+            "one line said per kind, the rest counted"
+        );
+    }
 
     #[derive(Debug, Parser)]
     struct Cli {

@@ -10,8 +10,8 @@ use anyhow::Context;
 use clap::{Parser, ValueEnum};
 use clover_generate::{ChatClient, ChatConfig};
 use clover_protocol::{
-    exit, finish_main, Instance, OnError, RecordReader, RecordWriter, RunResult, Stopped, Task,
-    DEFAULT_MAX_LINE_BYTES,
+    exit, finish_main, BadRecords, Instance, OnError, RecordReader, RecordWriter, RunResult,
+    Stopped, Task, DEFAULT_MAX_LINE_BYTES,
 };
 use clover_score::{run_judge, Judge, JudgeItem, JudgeOrder, Scorer};
 
@@ -127,7 +127,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
     let mut scorer = Scorer::new(cli.by_repo);
     let mut items: Vec<JudgeItem> = Vec::new();
     let mut references: HashMap<String, String> = HashMap::new();
-    let mut bad = 0u64;
+    let mut bad = BadRecords::default();
     let inputs: Vec<Option<&Path>> = if cli.inputs.is_empty() {
         vec![None]
     } else {
@@ -165,8 +165,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                     if !e.is_recoverable() {
                         return Err(e.into());
                     }
-                    bad += 1;
-                    eprintln!("{TOOL}: error: {e}");
+                    bad.report(TOOL, &e);
                     if cli.on_error == OnError::Stop {
                         return Err(Stopped.into());
                     }
@@ -184,7 +183,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
     let mut judge_failed = false;
     if let Some(judge) = &judge {
         if let Some(path) = &cli.instances {
-            bad += read_references(path, &cli, &mut references)?;
+            bad.count += read_references(path, &cli, &mut references)?;
         }
         let (rows, missing, failures) = run_judge(judge, &items, &references, &cli.judge_exclude);
         if missing > 0 {
@@ -204,8 +203,9 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
     if judge_failed {
         return Ok(exit::BAD_RECORDS);
     }
-    Ok(if bad > 0 {
-        eprintln!("{TOOL}: {bad} bad record(s) reported above");
+    bad.summarize(TOOL);
+    Ok(if bad.count > 0 {
+        eprintln!("{TOOL}: {} bad record(s) reported above", bad.count);
         exit::BAD_RECORDS
     } else {
         exit::OK

@@ -395,6 +395,32 @@ fn api_errors_are_a_column_of_their_own() {
     );
 }
 
+/// An instances file given to score is said to be one, once, with the stages that come
+/// between, not once per line.
+#[test]
+fn an_instances_file_is_named_once_with_the_stages_between() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("instances.jsonl");
+    let line =
+        |i: usize| format!("{{\"kind\":\"instance\",\"schema_version\":1,\"id\":\"i{i}\"}}\n");
+    std::fs::write(&input, (0..84).map(line).collect::<String>()).unwrap();
+    let (out, stderr, code) = score(&[input.to_str().unwrap()]);
+    assert_eq!(code, 3, "{stderr}");
+    assert_eq!(
+        stderr.matches("found kind `instance`").count(),
+        1,
+        "said once: {stderr}"
+    );
+    assert!(
+        stderr
+            .contains("this is pack-context's output: run generate, then sandbox-run on it first")
+            && stderr.contains("83 more `instance` record(s) skipped for the same reason")
+            && stderr.contains("84 bad record(s)"),
+        "{stderr}"
+    );
+    assert!(out.contains("no run results to score"), "{out}");
+}
+
 #[test]
 fn bad_records_are_reported_and_counted() {
     let dir = tempfile::tempdir().unwrap();
