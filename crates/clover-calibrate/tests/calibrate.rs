@@ -426,40 +426,52 @@ fn cpp_fixture_per_test_blocks_and_tiers() {
 /// A TEST that passes with its file but not alone (it counts on the TEST before it) has no
 /// lines of its own to measure: the problem is left out as flaky, and the record says which
 /// TEST and how it failed alone.
-#[test]
-fn a_cpp_test_that_fails_alone_is_left_out() {
-    let (Some(()), Some(())) = (clover_testkit::root(), clover_testkit::cpp_toolchain()) else {
-        return;
-    };
-    let dir = tempfile::tempdir().unwrap();
-    let repo_dir = dir.path().join("tally");
-    for (path, text) in [
-        (
-            "clover.toml",
-            "[[repo]]\nname = \"tally\"\npath = \".\"\nlanguage = \"cpp\"\n\
-             source_dirs = [\"src\"]\ntest_dirs = [\"tests\"]\ninclude_dirs = [\"src\"]\n\
-             cxxflags = [\"-std=c++17\", \"-O0\"]\nlink = [\"gtest_main\", \"gtest\", \"pthread\"]\n",
-        ),
-        ("src/tally.h", "namespace tally {\nint Next();\n}\n"),
-        (
-            "src/tally.cc",
-            "#include \"tally.h\"\n\nnamespace tally {\nstatic int n = 0;\n\
-             int Next() { return ++n; }\n}  // namespace tally\n",
-        ),
-        (
-            "tests/tally_test.cc",
-            "#include <gtest/gtest.h>\n\n#include \"tally.h\"\n\n\
-             TEST(Tally, First) { EXPECT_EQ(tally::Next(), 1); }\n\n\
-             TEST(Tally, Second) { EXPECT_EQ(tally::Next(), 2); }\n",
-        ),
-    ] {
+/// Writes a C++ repository `name` below `dir` (a `clover.toml`: sources and headers in `src`,
+/// tests in `tests`, `gtest_main` linked) holding `files`; its folder and problems.
+fn cpp_repo(dir: &Path, name: &str, files: &[(&str, &str)]) -> (PathBuf, Vec<Problem>) {
+    let repo_dir = dir.join(name);
+    let manifest = format!(
+        "[[repo]]\nname = \"{name}\"\npath = \".\"\nlanguage = \"cpp\"\n\
+         source_dirs = [\"src\"]\ntest_dirs = [\"tests\"]\ninclude_dirs = [\"src\"]\n\
+         cxxflags = [\"-std=c++17\", \"-O0\"]\nlink = [\"gtest_main\", \"gtest\", \"pthread\"]\n"
+    );
+    for (path, text) in [("clover.toml", manifest.as_str())]
+        .into_iter()
+        .chain(files.iter().copied())
+    {
         let p = repo_dir.join(path);
         std::fs::create_dir_all(p.parent().unwrap()).unwrap();
         std::fs::write(p, text).unwrap();
     }
     let repo = &RepoConfig::resolve(None, None, Some(&repo_dir)).unwrap()[0];
     let problems = extract(repo);
-    assert_eq!(problems.len(), 1);
+    (repo_dir, problems)
+}
+
+#[test]
+fn a_cpp_test_that_fails_alone_is_left_out() {
+    let (Some(()), Some(())) = (clover_testkit::root(), clover_testkit::cpp_toolchain()) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let (repo_dir, problems) = cpp_repo(
+        dir.path(),
+        "tally",
+        &[
+            ("src/tally.h", "namespace tally {\nint Next();\n}\n"),
+            (
+                "src/tally.cc",
+                "#include \"tally.h\"\n\nnamespace tally {\nstatic int n = 0;\n\
+                 int Next() { return ++n; }\n}  // namespace tally\n",
+            ),
+            (
+                "tests/tally_test.cc",
+                "#include <gtest/gtest.h>\n\n#include \"tally.h\"\n\n\
+                 TEST(Tally, First) { EXPECT_EQ(tally::Next(), 1); }\n\n\
+                 TEST(Tally, Second) { EXPECT_EQ(tally::Next(), 2); }\n",
+            ),
+        ],
+    );
     let input = write_problems(dir.path(), &problems);
     let r = repo_dir.display().to_string();
     let (records, stderr) = calibrate(&input, &["--repo", &r, "--runs", "2"]);
@@ -680,41 +692,31 @@ fn a_cpp_test_whose_thread_varies_outside_the_focal_file_is_kept() {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    let repo_dir = dir.path().join("noisy");
-    for (path, text) in [
-        (
-            "clover.toml",
-            "[[repo]]\nname = \"noisy\"\npath = \".\"\nlanguage = \"cpp\"\n\
-             source_dirs = [\"src\"]\ntest_dirs = [\"tests\"]\ninclude_dirs = [\"src\"]\n\
-             cxxflags = [\"-std=c++17\", \"-O0\"]\nlink = [\"gtest_main\", \"gtest\", \"pthread\"]\n",
-        ),
-        ("src/tally.h", "namespace tally {\nint Twice(int x);\n}\n"),
-        (
-            "src/tally.cc",
-            "#include \"tally.h\"\n\nnamespace tally {\nint Twice(int x) { return 2 * x; }\n}\n",
-        ),
-        ("src/noise.h", "namespace noise {\nint Left();\nint Right();\n}\n"),
-        (
-            "src/noise.cc",
-            "#include \"noise.h\"\n\nnamespace noise {\nint Left() { return 1; }\n\n\
-             int Right() { return 2; }\n}\n",
-        ),
-        (
-            "tests/tally_test.cc",
-            "#include <gtest/gtest.h>\n\n#include <random>\n#include <thread>\n\n\
-             #include \"noise.h\"\n#include \"tally.h\"\n\n\
-             TEST(Tally, Twice) {\n  std::thread t([] {\n\
-             if (std::random_device{}() % 2) noise::Left(); else noise::Right();\n  });\n\
-             EXPECT_EQ(tally::Twice(2), 4);\n  t.join();\n}\n",
-        ),
-    ] {
-        let p = repo_dir.join(path);
-        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::write(p, text).unwrap();
-    }
-    let repo = &RepoConfig::resolve(None, None, Some(&repo_dir)).unwrap()[0];
-    let problems = extract(repo);
-    assert_eq!(problems.len(), 1);
+    let (repo_dir, problems) = cpp_repo(
+        dir.path(),
+        "noisy",
+        &[
+            ("src/tally.h", "namespace tally {\nint Twice(int x);\n}\n"),
+            (
+                "src/tally.cc",
+                "#include \"tally.h\"\n\nnamespace tally {\nint Twice(int x) { return 2 * x; }\n}\n",
+            ),
+            ("src/noise.h", "namespace noise {\nint Left();\nint Right();\n}\n"),
+            (
+                "src/noise.cc",
+                "#include \"noise.h\"\n\nnamespace noise {\nint Left() { return 1; }\n\n\
+                 int Right() { return 2; }\n}\n",
+            ),
+            (
+                "tests/tally_test.cc",
+                "#include <gtest/gtest.h>\n\n#include <random>\n#include <thread>\n\n\
+                 #include \"noise.h\"\n#include \"tally.h\"\n\n\
+                 TEST(Tally, Twice) {\n  std::thread t([] {\n\
+                 if (std::random_device{}() % 2) noise::Left(); else noise::Right();\n  });\n\
+                 EXPECT_EQ(tally::Twice(2), 4);\n  t.join();\n}\n",
+            ),
+        ],
+    );
     let input = write_problems(dir.path(), &problems);
     let r = repo_dir.display().to_string();
     // 12 runs all alike happen once in 2048 calibrations.
