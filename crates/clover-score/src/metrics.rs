@@ -185,6 +185,26 @@ fn answer_code(r: &RunResult) -> &str {
     r.answer.as_deref().or(r.candidate.as_deref()).unwrap_or("")
 }
 
+/// The model's own code: its answer without the lines the prompt gave it to complete
+/// (`scoring.given`: a `full` answer's setup and declaration), so that an answer that copies
+/// the setup, whose fixtures may well construct the target, does not pass for using it.
+fn own_code(r: &RunResult) -> std::borrow::Cow<'_, str> {
+    let code = answer_code(r);
+    let Some(given) = r.scoring.get("given").and_then(Value::as_str) else {
+        return code.into();
+    };
+    let given: std::collections::HashSet<&str> = given
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    code.lines()
+        .filter(|l| !given.contains(l.trim()))
+        .collect::<Vec<_>>()
+        .join("\n")
+        .into()
+}
+
 /// Task I: the prediction, from `answer`, or else by aligning the candidate with the mask.
 fn prediction(r: &RunResult, facts: &ClozeFacts) -> Option<String> {
     if let Some(a) = &r.answer {
@@ -227,7 +247,7 @@ pub fn verdict(r: &RunResult, task: Task) -> Verdict {
             v.success = passed
                 && r.scoring
                     .get("target")
-                    .is_some_and(|t| uses_target(answer_code(r), &r.coverage, t));
+                    .is_some_and(|t| uses_target(&own_code(r), &r.coverage, t));
         }
         Task::CoverageTest => {
             v.success = passed
@@ -375,6 +395,25 @@ pub fn metric_names(task: Task) -> &'static [&'static str] {
 
 #[cfg(test)]
 mod tests {
+    /// A `full` answer that copies the setup it was given (whose fixture builds the target)
+    /// and asserts nothing does not use the target; one whose own lines call it does.
+    #[test]
+    fn copying_the_given_setup_is_not_using_the_target() {
+        let given = "import pytest\nfrom pkg import Account\n\n@pytest.fixture\ndef acct():\n    return Account(5)\n\ndef test_x(acct):\n";
+        let target =
+            json!({"name": "Account", "path": "src/pkg/a.py", "start_line": 10, "end_line": 20});
+        let scoring = json!({"target": target, "given": given, "answer_format": "full"});
+        let check = |answer: &str| {
+            let mut r = result(Task::TargetedTest, Outcome::Passed, answer, scoring.clone());
+            r.coverage = vec![cov("src/pkg/a.py", 10..=14)];
+            verdict(&r, Task::TargetedTest).success
+        };
+        assert!(!check(&format!("{given}    assert True\n")));
+        assert!(check(&format!(
+            "{given}    assert Account(2).balance == 2\n"
+        )));
+    }
+
     /// A candidate the screen refused is a failed execution on every task, and its own rate.
     #[test]
     fn a_rejected_candidate_fails_and_is_counted_apart() {
@@ -615,6 +654,28 @@ mod tests {
             !verdict(&r, Task::CoverageTest).success,
             "covering is not enough"
         );
+    }
+
+    /// A file whose every test was skipped or xfailed ran nothing: it is a failed execution
+    /// however much its imports covered, on every task.
+    #[test]
+    fn a_run_of_only_skipped_tests_is_a_failed_execution() {
+        let s = json!({"blocks": [{"path": "src/ledger/money.py", "start_line": 101, "end_line": 106}]});
+        let mut r = result(Task::CoverageTest, Outcome::NoTestsRun, "assert f()", s);
+        r.coverage = vec![cov("src/ledger/money.py", 100..=106)];
+        let v = verdict(&r, Task::CoverageTest);
+        assert_eq!((v.executed, v.success, v.no_code), (false, false, false));
+        let mut tally = Tally::default();
+        tally.add(&v);
+        tally.add(&verdict(
+            &result(Task::CoverageTest, Outcome::Passed, "x", json!({})),
+            Task::CoverageTest,
+        ));
+        assert_eq!(tally.metrics(Task::CoverageTest)["execution_rate"], 0.5);
+        let c = json!({"reference": "x", "form": "binary", "operator": "in",
+            "other_operand": "d", "other_is_constant": false, "masked_line": "assert <MASK> in d"});
+        let v = cloze("x", Outcome::NoTestsRun, c);
+        assert_eq!((v.exact, v.executed, v.success), (Some(true), false, false));
     }
 
     /// A failed call is counted apart: `error_rate` over all results, and out of the
