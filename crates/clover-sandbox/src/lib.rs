@@ -9,7 +9,8 @@
 //! Each run gets new user, mount, pid, network, IPC, UTS and cgroup namespaces and its own
 //! root: a tmpfs with read-only binds of `/usr`, `/lib*`, `/bin`, `/sbin`, a handful of
 //! `/etc` files, and whatever the caller binds (a virtual environment, the interpreter prefix
-//! it points to, a compiler tree), all at their host paths; a fresh `/proc`, a minimal `/dev`,
+//! it points to, a compiler tree), all at their host paths; a fresh `/proc` that shows only the
+//! run's own processes (`hidepid=2`: the supervisor is a clone of the caller), a minimal `/dev`,
 //! a sized tmpfs on `/tmp` (which holds `HOME`). The repository appears at its host path as
 //! an overlay whose lower layer is the repository itself and whose upper layer is a sized
 //! tmpfs thrown away with the run (a copy into a tmpfs where overlayfs is unavailable): the
@@ -17,14 +18,17 @@
 //! non-zero host uid, with no capabilities, `no_new_privs`, a parent-death signal, no
 //! inherited descriptors, its own session, a clean environment (`PATH`, `HOME`, `TZ=UTC`,
 //! `LC_ALL=C.UTF-8`, `PYTHONHASHSEED=0`, `PYTHONDONTWRITEBYTECODE=1`, plus the caller's), no
-//! network but its own loopback, and no way to create further user namespaces.
+//! network but its own loopback (a namespace lent again only once no socket of the last run is
+//! left in it), no way to create further user namespaces, a session keyring of its own, and a
+//! seccomp filter that refuses the kernel's key calls.
 //!
 //! # Limits
 //!
-//! Wall clock (the whole pid namespace is killed), memory and process count (cgroup v2, v1
-//! where that is what the host has, rlimits otherwise), CPU time, file size and open files
-//! (rlimits), tmpfs and overlay sizes, and output: stdout and stderr are read while the run
-//! goes and only their head and tail are kept ([`Captured`]). [`RunOutput::limit_hit`] says
+//! Wall clock (the whole pid namespace is killed), memory (socket buffers included), process
+//! count and CPU share (cgroup v2, v1 where that is what the host has, rlimits otherwise; no
+//! CPU share then), CPU time, file size and open files (rlimits), tmpfs and overlay sizes, and
+//! output: stdout and stderr are read while the run goes and only their head and tail are
+//! kept ([`Captured`]), as are the texts of a report. [`RunOutput::limit_hit`] says
 //! which limit ended a run. When the payload exits, whatever it left running is killed.
 //!
 //! # Reports
