@@ -7,8 +7,8 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::{Parser, ValueEnum};
 use clover_generate::{
-    prepare_resume, Baseline, ChatClient, ChatConfig, CommandModel, Model, SamplingPlan,
-    SettingsMismatch,
+    prepare_resume, Baseline, ChatClient, ChatConfig, CommandModel, MaxContext, Model,
+    SamplingPlan, SettingsMismatch, TaskSampling,
 };
 use clover_protocol::{exit, finish_main, StageArgs, StageIo, Task};
 
@@ -37,17 +37,35 @@ struct Cli {
     /// openai: the environment variable holding the API key (sent only when set).
     #[arg(long, default_value = "OPENAI_API_KEY", value_name = "VAR")]
     api_key_env: String,
-    #[arg(long, default_value_t = 0.2)]
-    temperature: f64,
-    #[arg(long, default_value_t = 1.0)]
-    top_p: f64,
+    /// openai: `X` for every task, or `TASK=X` (assertion_cloze, targeted_test, coverage_test,
+    /// cpp_unit_test; repeatable). Default: 0.2, and 0.1 for cpp_unit_test (CPP-UT-Bench's).
+    #[arg(long, value_name = "[TASK=]X")]
+    temperature: Vec<String>,
+    /// openai: as --temperature. Default: 1.0, and 0.7 for cpp_unit_test.
+    #[arg(long, value_name = "[TASK=]X")]
+    top_p: Vec<String>,
+    /// openai: as --temperature; sent only when set. Default: 0.3 for cpp_unit_test, unset for
+    /// the others.
+    #[arg(long, value_name = "[TASK=]X")]
+    frequency_penalty: Vec<String>,
+    /// openai: as --temperature; sent only when set. Default: unset.
+    #[arg(long, value_name = "[TASK=]X")]
+    presence_penalty: Vec<String>,
     /// openai: the `seed` sent with each request (servers that honour it sample reproducibly).
     #[arg(long, value_name = "N")]
     seed: Option<u64>,
-    /// Max new tokens: `N` for every task, or `TASK=N` (assertion_cloze, targeted_test,
-    /// coverage_test, cpp_unit_test). Defaults: 200 for Task I, 4000 for the others.
+    /// openai: a `stop` sequence sent with each request (repeatable).
+    #[arg(long, value_name = "TEXT")]
+    stop: Vec<String>,
+    /// Max new tokens: `N` for every task, or `TASK=N`. Defaults: 200 for Task I, 4000 for
+    /// Tasks II and III, 4096 for cpp_unit_test (CPP-UT-Bench's).
     #[arg(long, value_name = "[TASK=]N")]
     max_tokens: Vec<String>,
+    /// The model's maximum context in tokens: an instance whose prompt_tokens plus its task's
+    /// max tokens exceed it is not sent; its response is marked `generation.skipped =
+    /// "over_max_context"` and score leaves it out (CLOVER's per-model maximum length).
+    #[arg(long, value_name = "TOKENS")]
+    max_context: Option<u32>,
     /// Requests (or commands) running at once.
     #[arg(long, default_value_t = 4, value_name = "N")]
     concurrency: usize,
@@ -110,7 +128,13 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: Cli) -> anyhow::Result<u8> {
-    let (model, default_name) = build_model(&cli)?;
+    let plan = sampling_plan(&cli)?;
+    let max_context = match cli.max_context {
+        Some(0) => usage!("--max-context must be a positive number of tokens"),
+        Some(tokens) => Some(MaxContext::new(tokens, &plan)),
+        None => None,
+    };
+    let (model, default_name) = build_model(&cli, plan)?;
     let name = cli.label.clone().unwrap_or(default_name);
     // `@` is where a response id's instance id ends and its model begins.
     if name.is_empty() || name.contains('@') {
@@ -118,7 +142,13 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
     }
     let mut kept_errors = 0;
     if let (true, Some(output)) = (cli.stage.resume, &cli.stage.output) {
-        let found = prepare_resume(output, &model, &name, !cli.no_retry_errors)?;
+        let found = prepare_resume(
+            output,
+            &model,
+            &name,
+            max_context.as_ref(),
+            !cli.no_retry_errors,
+        )?;
         kept_errors = found.kept_errors;
         if found.retried > 0 {
             eprintln!(
@@ -128,11 +158,23 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         }
     }
     let mut io = StageIo::open(TOOL, &cli.stage).context("opening input and output")?;
-    let summary = clover_generate::generate(&mut io, &model, &name, cli.concurrency)?;
+    let summary = clover_generate::generate(
+        &mut io,
+        &model,
+        &name,
+        max_context.as_ref(),
+        cli.concurrency,
+    )?;
     eprintln!(
         "{TOOL}: {} response(s) from {name}, {} with an error, {} already done",
         summary.written, summary.errors, summary.skipped
     );
+    if summary.over_max_context > 0 {
+        eprintln!(
+            "{TOOL}: {} instance(s) not sent: the prompt and the answer reserve exceed --max-context",
+            summary.over_max_context
+        );
+    }
     let code = io.finish()?;
     let errors = summary.errors + kept_errors;
     if errors > 0 {
@@ -144,7 +186,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
     Ok(code)
 }
 
-fn build_model(cli: &Cli) -> anyhow::Result<(Model, String)> {
+fn build_model(cli: &Cli, sampling: SamplingPlan) -> anyhow::Result<(Model, String)> {
     let Some(timeout) = Duration::try_from_secs_f64(cli.timeout_secs)
         .ok()
         .filter(|d| !d.is_zero())
@@ -199,15 +241,6 @@ fn build_model(cli: &Cli) -> anyhow::Result<(Model, String)> {
                 backoff: Duration::from_millis(cli.backoff_ms),
                 max_backoff: Duration::from_secs(60),
             });
-            let mut sampling = SamplingPlan {
-                temperature: cli.temperature,
-                top_p: cli.top_p,
-                seed: cli.seed,
-                ..SamplingPlan::default()
-            };
-            for spec in &cli.max_tokens {
-                apply_max_tokens(&mut sampling, spec)?;
-            }
             (
                 Model::OpenAi {
                     client: Box::new(client),
@@ -219,33 +252,87 @@ fn build_model(cli: &Cli) -> anyhow::Result<(Model, String)> {
     })
 }
 
-fn apply_max_tokens(plan: &mut SamplingPlan, spec: &str) -> anyhow::Result<()> {
-    let parse = |n: &str| {
-        n.trim()
-            .parse::<u32>()
-            .ok()
-            .filter(|&n| n > 0)
-            .ok_or_else(|| {
-                Usage(format!(
-                    "--max-tokens `{spec}`: `{n}` is not a positive number"
-                ))
-            })
+/// The sampling plan: the per-task defaults, then each flag in turn.
+fn sampling_plan(cli: &Cli) -> anyhow::Result<SamplingPlan> {
+    let mut plan = SamplingPlan {
+        seed: cli.seed,
+        stop: cli.stop.clone(),
+        ..SamplingPlan::default()
     };
-    match spec.split_once('=') {
-        None => {
-            let n = parse(spec)?;
-            for v in plan.max_tokens.values_mut() {
-                *v = n;
-            }
+    if plan.stop.iter().any(String::is_empty) {
+        usage!("--stop needs a non-empty sequence");
+    }
+    // The ranges the OpenAI API accepts; a server would refuse anything else on every request.
+    type Set = fn(&mut TaskSampling, f64);
+    let numbers: [(&str, &[String], f64, f64, Set); 4] = [
+        ("--temperature", &cli.temperature, 0.0, 2.0, |t, v| {
+            t.temperature = v
+        }),
+        ("--top-p", &cli.top_p, 0.0, 1.0, |t, v| t.top_p = v),
+        (
+            "--frequency-penalty",
+            &cli.frequency_penalty,
+            -2.0,
+            2.0,
+            |t, v| t.frequency_penalty = Some(v),
+        ),
+        (
+            "--presence-penalty",
+            &cli.presence_penalty,
+            -2.0,
+            2.0,
+            |t, v| t.presence_penalty = Some(v),
+        ),
+    ];
+    for (flag, specs, lo, hi, set) in numbers {
+        let parse = |v: &str| v.parse::<f64>().ok().filter(|v| (lo..=hi).contains(v));
+        let what = format!("a number from {lo} to {hi}");
+        for spec in specs {
+            per_task(&mut plan, flag, spec, parse, &what, set)?;
         }
-        Some((task, n)) => {
-            let task: Task = serde_json::from_value(serde_json::Value::String(task.trim().into()))
-                .map_err(|_| {
-                    Usage(format!(
-                        "--max-tokens `{spec}`: unknown task `{task}`; use assertion_cloze, targeted_test, coverage_test or cpp_unit_test"
-                    ))
-                })?;
-            plan.max_tokens.insert(task, parse(n)?);
+    }
+    for spec in &cli.max_tokens {
+        let positive = |v: &str| v.parse::<u32>().ok().filter(|&n| n > 0);
+        per_task(
+            &mut plan,
+            "--max-tokens",
+            spec,
+            positive,
+            "a positive number",
+            |t, v| t.max_tokens = v,
+        )?;
+    }
+    Ok(plan)
+}
+
+/// Applies one `FLAG [TASK=]VALUE`: to every task, or to the task named.
+fn per_task<V: Copy>(
+    plan: &mut SamplingPlan,
+    flag: &str,
+    spec: &str,
+    parse: impl Fn(&str) -> Option<V>,
+    what: &str,
+    set: impl Fn(&mut TaskSampling, V),
+) -> anyhow::Result<()> {
+    let (task, value) = match spec.split_once('=') {
+        None => (None, spec),
+        Some((task, value)) => (Some(task.trim()), value),
+    };
+    let Some(v) = parse(value.trim()) else {
+        usage!("{flag} `{spec}`: `{value}` is not {what}");
+    };
+    match task {
+        None => plan.tasks.values_mut().for_each(|t| set(t, v)),
+        Some(name) => {
+            let Ok(task) = serde_json::from_value::<Task>(serde_json::Value::String(name.into()))
+            else {
+                usage!(
+                    "{flag} `{spec}`: unknown task `{name}`; use assertion_cloze, targeted_test, coverage_test or cpp_unit_test"
+                );
+            };
+            let mut t = plan.task(task);
+            set(&mut t, v);
+            plan.tasks.insert(task, t);
         }
     }
     Ok(())

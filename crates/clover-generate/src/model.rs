@@ -25,40 +25,82 @@ pub enum Baseline {
     AssertTrue,
 }
 
-/// Sampling for the HTTP model, with max tokens per task.
-#[derive(Debug, Clone)]
-pub struct SamplingPlan {
+/// The sampling of one task's requests.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TaskSampling {
     pub temperature: f64,
     pub top_p: f64,
-    pub max_tokens: BTreeMap<Task, u32>,
+    pub max_tokens: u32,
+    /// Sent only when set, as servers differ in which of these they accept.
+    pub frequency_penalty: Option<f64>,
+    pub presence_penalty: Option<f64>,
+}
+
+/// Sampling for the HTTP model, per task, with what every request shares.
+///
+/// The defaults follow the papers where they say: CPP-UT-Bench samples with temperature 0.1,
+/// top-p 0.7, at most 4,096 new tokens and frequency penalty 0.3. CLOVER states none for its
+/// tasks, so they keep clover's own: temperature 0.2, top-p 1.0, 200 new tokens for Task I (one
+/// expression) and 4,000 for Tasks II and III (a test).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SamplingPlan {
+    pub tasks: BTreeMap<Task, TaskSampling>,
+    /// Sent as `seed` when set.
     pub seed: Option<u64>,
+    /// Sent as `stop` when not empty.
+    pub stop: Vec<String>,
 }
 
 impl Default for SamplingPlan {
     fn default() -> Self {
-        SamplingPlan {
+        let clover = |max_tokens| TaskSampling {
             temperature: 0.2,
             top_p: 1.0,
-            max_tokens: [
-                (Task::AssertionCloze, 200),
-                (Task::TargetedTest, 4000),
-                (Task::CoverageTest, 4000),
-                (Task::CppUnitTest, 4000),
+            max_tokens,
+            frequency_penalty: None,
+            presence_penalty: None,
+        };
+        let cpp_ut_bench = TaskSampling {
+            temperature: 0.1,
+            top_p: 0.7,
+            max_tokens: 4096,
+            frequency_penalty: Some(0.3),
+            presence_penalty: None,
+        };
+        SamplingPlan {
+            tasks: [
+                (Task::AssertionCloze, clover(200)),
+                (Task::TargetedTest, clover(4000)),
+                (Task::CoverageTest, clover(4000)),
+                (Task::CppUnitTest, cpp_ut_bench),
             ]
             .into_iter()
             .collect(),
             seed: None,
+            stop: Vec::new(),
         }
     }
 }
 
 impl SamplingPlan {
+    /// `task`'s sampling; every task has one in the default plan.
+    pub fn task(&self, task: Task) -> TaskSampling {
+        self.tasks
+            .get(&task)
+            .copied()
+            .unwrap_or_else(|| SamplingPlan::default().tasks[&task])
+    }
+
     pub fn for_task(&self, task: Task) -> Sampling {
+        let t = self.task(task);
         Sampling {
-            temperature: self.temperature,
-            top_p: self.top_p,
-            max_tokens: self.max_tokens.get(&task).copied().unwrap_or(4000),
+            temperature: t.temperature,
+            top_p: t.top_p,
+            max_tokens: t.max_tokens,
             seed: self.seed,
+            frequency_penalty: t.frequency_penalty,
+            presence_penalty: t.presence_penalty,
+            stop: self.stop.clone(),
         }
     }
 }
@@ -130,6 +172,9 @@ impl Model {
             g.top_p = Some(s.top_p);
             g.max_tokens = Some(s.max_tokens);
             g.seed = s.seed;
+            g.frequency_penalty = s.frequency_penalty;
+            g.presence_penalty = s.presence_penalty;
+            g.stop = (!s.stop.is_empty()).then_some(s.stop);
         }
         g
     }
@@ -145,7 +190,7 @@ impl Model {
             Model::Baseline(b) => Ok(baseline_answer(*b, instance)),
             Model::OpenAi { client, sampling } => {
                 let messages = prompt_messages(instance);
-                match client.complete(&messages, sampling.for_task(instance.task)) {
+                match client.complete(&messages, &sampling.for_task(instance.task)) {
                     Ok(c) => {
                         generation.finish_reason = c.finish_reason;
                         generation.usage = c.usage;

@@ -39,14 +39,18 @@ pub struct ChatConfig {
     pub max_backoff: Duration,
 }
 
-/// Sampling parameters of one request.
-#[derive(Debug, Clone, Copy, PartialEq)]
+/// Sampling parameters of one request. The optional ones are sent only when set (`stop` when
+/// not empty): a server that does not know a field may refuse the request.
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Sampling {
     pub temperature: f64,
     pub top_p: f64,
     pub max_tokens: u32,
     /// Sent as `seed` when set (servers that honour it sample reproducibly).
     pub seed: Option<u64>,
+    pub frequency_penalty: Option<f64>,
+    pub presence_penalty: Option<f64>,
+    pub stop: Vec<String>,
 }
 
 /// A chat completion and what the server said about it.
@@ -178,7 +182,7 @@ impl ChatClient {
     pub fn complete(
         &self,
         messages: &[Message],
-        sampling: Sampling,
+        sampling: &Sampling,
     ) -> Result<Completion, ChatError> {
         let mut body = json!({
             "model": self.config.model_name,
@@ -192,6 +196,15 @@ impl ChatClient {
         });
         if let Some(seed) = sampling.seed {
             body["seed"] = json!(seed);
+        }
+        if let Some(p) = sampling.frequency_penalty {
+            body["frequency_penalty"] = json!(p);
+        }
+        if let Some(p) = sampling.presence_penalty {
+            body["presence_penalty"] = json!(p);
+        }
+        if !sampling.stop.is_empty() {
+            body["stop"] = json!(sampling.stop);
         }
         let body = body.to_string();
         let mut attempt = 0u32;

@@ -14,6 +14,7 @@ use std::path::Path;
 use clover_protocol::{partial_path, write_whole, Generation, Response};
 
 use crate::model::Model;
+use crate::run::{settings, MaxContext};
 
 /// A response of the output file that another model or other settings wrote.
 #[derive(Debug, thiserror::Error)]
@@ -49,6 +50,7 @@ pub fn prepare_resume(
     output: &Path,
     model: &Model,
     name: &str,
+    max_context: Option<&MaxContext>,
     retry_errors: bool,
 ) -> anyhow::Result<ResumeFound> {
     let partial = partial_path(output);
@@ -82,7 +84,7 @@ pub fn prepare_resume(
         // A response about to be asked again need not match: fixing a wrong URL or model
         // name and resuming is how a failed run is repaired.
         if !retry {
-            check_settings(&response, model, name).map_err(|(field, was, now)| {
+            check_settings(&response, model, name, max_context).map_err(|(field, was, now)| {
                 SettingsMismatch {
                     file: source.display().to_string(),
                     line: line_no,
@@ -113,12 +115,13 @@ fn check_settings(
     response: &Response,
     model: &Model,
     name: &str,
+    max_context: Option<&MaxContext>,
 ) -> Result<(), (&'static str, String, String)> {
     if response.model != name {
         return Err(("model", quote(&response.model), quote(name)));
     }
     let was = &response.generation;
-    let now = model.generation(response.task);
+    let now = settings(model, max_context, response.task);
     if was.adapter.is_empty() {
         return Err((
             "no record of its settings (an older clover)",
@@ -133,7 +136,26 @@ fn check_settings(
     differ("temperature", opt(&was.temperature), opt(&now.temperature))?;
     differ("top_p", opt(&was.top_p), opt(&now.top_p))?;
     differ("max_tokens", opt(&was.max_tokens), opt(&now.max_tokens))?;
-    differ("seed", opt(&was.seed), opt(&now.seed))
+    differ("seed", opt(&was.seed), opt(&now.seed))?;
+    differ(
+        "frequency_penalty",
+        opt(&was.frequency_penalty),
+        opt(&now.frequency_penalty),
+    )?;
+    differ(
+        "presence_penalty",
+        opt(&was.presence_penalty),
+        opt(&now.presence_penalty),
+    )?;
+    differ("stop", stops(&was.stop), stops(&now.stop))?;
+    differ("max_context", opt(&was.max_context), opt(&now.max_context))
+}
+
+fn stops(v: &Option<Vec<String>>) -> String {
+    match v {
+        Some(v) => format!("{v:?}"),
+        None => "none".into(),
+    }
 }
 
 fn quote(s: &str) -> String {

@@ -5,9 +5,12 @@ use std::io::IsTerminal;
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::Instant;
 
-use clover_protocol::{Instance, RecordKind, Response, StageIo, SCHEMA_VERSION};
+use clover_protocol::{
+    Generation, Instance, RecordKind, Response, StageIo, Task, SCHEMA_VERSION,
+    SKIPPED_OVER_MAX_CONTEXT,
+};
 
-use crate::model::Model;
+use crate::model::{Model, SamplingPlan};
 
 /// How many responses must fail, the first of a run and every one of them, in a way that
 /// asking again would not fix ([`crate::AnswerError::would_fail_again`]) before the run
@@ -32,6 +35,46 @@ pub struct Summary {
     pub errors: u64,
     /// Instances whose response an earlier run (`--resume`) already wrote.
     pub skipped: u64,
+    /// Responses written without asking, as their instance is over the maximum context.
+    pub over_max_context: u64,
+}
+
+/// A model's maximum context (`--max-context`). CLOVER evaluates each model only up to its own
+/// maximum length (r_maxLen), so an instance whose prompt and answer do not both fit is not
+/// sent: its response has an empty text, no error and `generation.skipped` =
+/// [`SKIPPED_OVER_MAX_CONTEXT`], and the later stages leave it out of every table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MaxContext {
+    pub tokens: u32,
+    /// The tokens kept for the answer, per task: the plan's max new tokens, which a server
+    /// counts against the window with the prompt.
+    pub reserve: BTreeMap<Task, u32>,
+}
+
+impl MaxContext {
+    /// A window of `tokens` with the answer reserves of `plan`.
+    pub fn new(tokens: u32, plan: &SamplingPlan) -> Self {
+        MaxContext {
+            tokens,
+            reserve: plan.tasks.iter().map(|(t, s)| (*t, s.max_tokens)).collect(),
+        }
+    }
+
+    /// Whether `instance` fits. Its `prompt_tokens` are pack-context's count, with clover's
+    /// tokenizer: a model whose tokenizer counts more should be given a smaller window.
+    pub fn fits(&self, instance: &Instance) -> bool {
+        let reserve = self.reserve.get(&instance.task).copied().unwrap_or(0);
+        u64::from(instance.prompt_tokens) + u64::from(reserve) <= u64::from(self.tokens)
+    }
+}
+
+/// What a response to a `task` instance records of the run's settings (the model's, and the
+/// maximum context); a resumed run must have the same.
+pub fn settings(model: &Model, max_context: Option<&MaxContext>, task: Task) -> Generation {
+    Generation {
+        max_context: max_context.map(|m| m.tokens),
+        ..model.generation(task)
+    }
 }
 
 /// The response id of `instance` answered by `model`: `<instance id>@<model>`.
@@ -39,15 +82,26 @@ pub fn response_id(instance_id: &str, model: &str) -> String {
     format!("{instance_id}@{model}")
 }
 
-/// Asks `model` and wraps the answer, or the reason there is none, in a [`Response`]; the
-/// second value says whether the failure would repeat for any instance.
-pub fn respond(model: &Model, name: &str, instance: &Instance) -> (Response, bool) {
-    let mut generation = model.generation(instance.task);
+/// Asks `model` — unless `instance` is over `max_context` — and wraps the answer, or the
+/// reason there is none, in a [`Response`]; the second value says whether the failure would
+/// repeat for any instance.
+pub fn respond(
+    model: &Model,
+    name: &str,
+    max_context: Option<&MaxContext>,
+    instance: &Instance,
+) -> (Response, bool) {
+    let mut generation = settings(model, max_context, instance.task);
     let started = Instant::now();
-    let answer = model.answer(instance, &mut generation);
+    let answer = if max_context.is_some_and(|m| !m.fits(instance)) {
+        generation.skipped = Some(SKIPPED_OVER_MAX_CONTEXT.into());
+        Ok(String::new())
+    } else {
+        model.answer(instance, &mut generation)
+    };
     // Only a call is timed: the oracle and the baselines answer at once, and their output
     // stays byte for byte the same from run to run.
-    if matches!(model, Model::OpenAi { .. } | Model::Command(_)) {
+    if matches!(model, Model::OpenAi { .. } | Model::Command(_)) && generation.skipped.is_none() {
         generation.duration_secs = started.elapsed().as_secs_f64();
     }
     let (text, error, fatal) = match answer {
@@ -83,6 +137,7 @@ pub fn generate(
     io: &mut StageIo,
     model: &Model,
     name: &str,
+    max_context: Option<&MaxContext>,
     concurrency: usize,
 ) -> anyhow::Result<Summary> {
     let concurrency = concurrency.max(1);
@@ -100,7 +155,7 @@ pub fn generate(
                 let job = job_rx.lock().expect("no worker panics").recv();
                 let Ok((seq, instance)) = job else { break };
                 if done_tx
-                    .send((seq, respond(model, name, &instance)))
+                    .send((seq, respond(model, name, max_context, &instance)))
                     .is_err()
                 {
                     break;
@@ -137,6 +192,7 @@ pub fn generate(
                 if response.error.is_some() {
                     summary.errors += 1;
                 }
+                summary.over_max_context += u64::from(response.generation.skipped.is_some());
                 io.writer.write(&response)?;
                 if fatal && fatal_from_start == written {
                     fatal_from_start += 1;

@@ -656,6 +656,35 @@ fn resume_refuses_a_file_written_with_other_settings() {
         ),
         (
             url.as_str(),
+            &[
+                "--label",
+                "coder",
+                "--model-name",
+                "org/a",
+                "--frequency-penalty",
+                "0.5",
+            ][..],
+            "was written with frequency_penalty none and this run has `0.5`".to_string(),
+        ),
+        (
+            url.as_str(),
+            &["--label", "coder", "--model-name", "org/a", "--stop", "END"][..],
+            "was written with stop none and this run has [\"END\"]".to_string(),
+        ),
+        (
+            url.as_str(),
+            &[
+                "--label",
+                "coder",
+                "--model-name",
+                "org/a",
+                "--max-context",
+                "100000",
+            ][..],
+            "was written with max_context none and this run has `100000`".to_string(),
+        ),
+        (
+            url.as_str(),
             &["--model-name", "org/a"][..],
             "was written with model `coder` and this run has `org/a`".to_string(),
         ),
@@ -692,4 +721,170 @@ fn resume_refuses_a_file_written_with_other_settings() {
     let all = read_responses(&std::fs::read(&out).unwrap());
     assert_eq!(all.len(), 3);
     assert!(all.iter().all(|r| r.text == "ok"));
+}
+
+/// The request bodies a fake server received, by the instance id each prompt names.
+fn recorded_bodies(
+    chat_reply: &'static str,
+) -> (FakeChat, Arc<Mutex<HashMap<String, serde_json::Value>>>) {
+    let bodies = Arc::new(Mutex::new(HashMap::new()));
+    let b = Arc::clone(&bodies);
+    let chat = FakeChat::start(move |request| {
+        b.lock()
+            .unwrap()
+            .insert(request.message(0).to_string(), request.body.clone());
+        ChatReply::content(chat_reply)
+    });
+    (chat, bodies)
+}
+
+fn one_per_task() -> Vec<Instance> {
+    [
+        Task::AssertionCloze,
+        Task::TargetedTest,
+        Task::CoverageTest,
+        Task::CppUnitTest,
+    ]
+    .into_iter()
+    .map(|task| {
+        let name = serde_json::to_value(task).unwrap();
+        let name = name.as_str().unwrap();
+        instance(name, task, name, "ref")
+    })
+    .collect()
+}
+
+/// Each task's requests carry its own sampling: C++ as CPP-UT-Bench samples (temperature 0.1,
+/// top-p 0.7, 4,096 tokens, frequency penalty 0.3), the Python tasks as clover's defaults;
+/// the optional fields are in the body only when set, and each response records them.
+#[test]
+fn sampling_is_per_task_and_optional_fields_are_sent_when_set() {
+    let (server, bodies) = recorded_bodies("ok");
+    let url = server.url();
+    let input = jsonl(&one_per_task());
+    let (rs, stderr, code) = generate(&openai_args(&url, &[]), &input);
+    assert_eq!(code, 0, "{stderr}");
+    let sent = |task: &str, field: &str| bodies.lock().unwrap()[task].get(field).cloned();
+    use serde_json::json;
+    let want = [
+        ("assertion_cloze", 0.2, 1.0, 200),
+        ("targeted_test", 0.2, 1.0, 4000),
+        ("coverage_test", 0.2, 1.0, 4000),
+        ("cpp_unit_test", 0.1, 0.7, 4096),
+    ];
+    for (task, t, p, max) in want {
+        assert_eq!(sent(task, "temperature"), Some(json!(t)), "{task}");
+        assert_eq!(sent(task, "top_p"), Some(json!(p)), "{task}");
+        assert_eq!(sent(task, "max_tokens"), Some(json!(max)), "{task}");
+        for absent in ["presence_penalty", "stop", "seed"] {
+            assert_eq!(sent(task, absent), None, "{task} {absent}");
+        }
+    }
+    assert_eq!(sent("cpp_unit_test", "frequency_penalty"), Some(json!(0.3)));
+    assert_eq!(sent("targeted_test", "frequency_penalty"), None);
+    let cpp = &rs[3].generation;
+    assert_eq!(
+        (
+            cpp.temperature,
+            cpp.top_p,
+            cpp.max_tokens,
+            cpp.frequency_penalty
+        ),
+        (Some(0.1), Some(0.7), Some(4096), Some(0.3))
+    );
+    assert_eq!(
+        (rs[0].generation.frequency_penalty, &rs[0].generation.stop),
+        (None, &None)
+    );
+
+    // Flags: for every task, or for one task, the later flag winning.
+    bodies.lock().unwrap().clear();
+    let flags = [
+        "--temperature",
+        "0.5",
+        "--temperature",
+        "cpp_unit_test=0.05",
+        "--top-p",
+        "coverage_test=0.9",
+        "--frequency-penalty",
+        "targeted_test=0.4",
+        "--presence-penalty",
+        "0.1",
+        "--stop",
+        "```",
+        "--stop",
+        "END",
+        "--seed",
+        "3",
+    ];
+    let (rs, stderr, code) = generate(&openai_args(&url, &flags), &input);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(sent("assertion_cloze", "temperature"), Some(json!(0.5)));
+    assert_eq!(sent("cpp_unit_test", "temperature"), Some(json!(0.05)));
+    assert_eq!(sent("coverage_test", "top_p"), Some(json!(0.9)));
+    assert_eq!(sent("cpp_unit_test", "top_p"), Some(json!(0.7)));
+    assert_eq!(sent("targeted_test", "frequency_penalty"), Some(json!(0.4)));
+    assert_eq!(sent("cpp_unit_test", "frequency_penalty"), Some(json!(0.3)));
+    assert_eq!(sent("assertion_cloze", "frequency_penalty"), None);
+    for task in ["assertion_cloze", "cpp_unit_test"] {
+        assert_eq!(sent(task, "presence_penalty"), Some(json!(0.1)), "{task}");
+        assert_eq!(sent(task, "stop"), Some(json!(["```", "END"])), "{task}");
+        assert_eq!(sent(task, "seed"), Some(json!(3)), "{task}");
+    }
+    let g = &rs[1].generation;
+    assert_eq!(
+        (g.frequency_penalty, g.presence_penalty, g.seed),
+        (Some(0.4), Some(0.1), Some(3))
+    );
+    assert_eq!(g.stop, Some(vec!["```".to_string(), "END".to_string()]));
+
+    for (bad, want) in [
+        (&["--temperature", "nosuch=1"][..], "unknown task `nosuch`"),
+        (&["--top-p", "1.5"][..], "`1.5` is not a number from 0 to 1"),
+        (&["--frequency-penalty", "x"][..], "--frequency-penalty `x`"),
+        (&["--stop", ""][..], "--stop needs a non-empty sequence"),
+    ] {
+        let (_, stderr, code) = generate(&openai_args(&url, bad), &input);
+        assert_eq!(code, 2, "{bad:?}: {stderr}");
+        assert!(stderr.contains(want), "{bad:?}: {stderr}");
+    }
+}
+
+/// An instance whose prompt and its task's answer reserve (max tokens) exceed --max-context
+/// is not sent: its response is empty, holds no error, and says why; the others are asked.
+#[test]
+fn instances_over_the_max_context_are_not_sent() {
+    let (server, bodies) = recorded_bodies("ok");
+    let url = server.url();
+    let mut fits = instance("fits", Task::AssertionCloze, "fits", "ref");
+    fits.prompt_tokens = 800; // 800 + 200 = 1000
+    let mut over = instance("over", Task::AssertionCloze, "over", "ref");
+    over.prompt_tokens = 801;
+    let mut cpp = instance("cpp", Task::CppUnitTest, "cpp", "ref");
+    cpp.prompt_tokens = 1; // 1 + 4096 > 1000
+    let input = jsonl(&[fits, over, cpp]);
+    let (rs, stderr, code) = generate(&openai_args(&url, &["--max-context", "1000"]), &input);
+    assert_eq!(code, 0, "a model not asked is no failure: {stderr}");
+    assert!(stderr.contains("2 instance(s) not sent"), "{stderr}");
+    assert_eq!(server.requests(), 1);
+    assert!(bodies.lock().unwrap().contains_key("fits"));
+    assert_eq!(
+        (rs[0].text.as_str(), rs[0].generation.skipped.as_deref()),
+        ("ok", None)
+    );
+    for r in &rs[1..] {
+        assert_eq!(r.text, "", "{}", r.id);
+        assert_eq!(r.error, None, "{}", r.id);
+        assert_eq!(r.generation.skipped.as_deref(), Some("over_max_context"));
+        assert_eq!(r.generation.attempts, 0);
+    }
+    assert!(rs.iter().all(|r| r.generation.max_context == Some(1000)));
+
+    // The oracle obeys the window too (its reserve is the default plan's), so a pipeline can
+    // be checked end to end without a server.
+    let (rs, _, code) = generate(&["--model", "oracle", "--max-context", "1000"], &input);
+    assert_eq!(code, 0);
+    let skipped: Vec<bool> = rs.iter().map(|r| r.generation.skipped.is_some()).collect();
+    assert_eq!(skipped, [false, true, true]);
+    assert_eq!(rs[0].text, "ref");
 }

@@ -496,6 +496,18 @@ pub struct Generation {
     pub top_p: Option<f64>,
     pub max_tokens: Option<u32>,
     pub seed: Option<u64>,
+    /// Sampling a request carries only when set (not every server knows these fields).
+    pub frequency_penalty: Option<f64>,
+    pub presence_penalty: Option<f64>,
+    /// Sequences at which the server stops generating.
+    pub stop: Option<Vec<String>>,
+    /// The model's maximum context in tokens (`--max-context`): an instance whose prompt and
+    /// answer reserve do not fit is not sent ([`Generation::skipped`]).
+    pub max_context: Option<u32>,
+    /// Why no request was made for this instance, on purpose: [`SKIPPED_OVER_MAX_CONTEXT`].
+    /// The text is then empty and `error` unset — a model not asked is neither a failed call
+    /// nor a wrong answer.
+    pub skipped: Option<String>,
     /// The server's `finish_reason` (`stop`, `length`, …).
     pub finish_reason: Option<String>,
     pub usage: Option<TokenUsage>,
@@ -506,6 +518,11 @@ pub struct Generation {
     /// Timing: excluded by name when outputs are compared.
     pub duration_secs: f64,
 }
+
+/// [`Generation::skipped`] of an instance whose prompt, with the task's answer reserve, is
+/// longer than the model's maximum context: CLOVER runs each model only up to its own maximum
+/// length (r_maxLen), so such an instance is not asked and not scored.
+pub const SKIPPED_OVER_MAX_CONTEXT: &str = "over_max_context";
 
 /// Tokens a server counted for one completion.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -539,6 +556,10 @@ pub enum Outcome {
     /// honest unit test needs (its message names the construct and line). The model's doing:
     /// a failed execution in every metric, and counted apart as `rejected_rate`.
     Rejected,
+    /// Nothing ran: generate did not send the prompt, which is longer than the model's maximum
+    /// context ([`SKIPPED_OVER_MAX_CONTEXT`]). Score leaves it out of every table and of
+    /// context utilization, as CLOVER evaluates each model up to its own maximum length.
+    OverMaxContext,
 }
 
 /// The limit that ended a run.

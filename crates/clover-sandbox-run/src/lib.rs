@@ -140,6 +140,9 @@ impl<'a> ResponseRunner<'a> {
         if let Some(error) = &response.error {
             return self.api_error(response, error);
         }
+        if let Some(why) = &response.generation.skipped {
+            return self.not_asked(response, &format!("the model was not asked: {why}"));
+        }
         let started = Instant::now();
         self.execute(
             response,
@@ -180,6 +183,14 @@ impl<'a> ResponseRunner<'a> {
                 failed.error.as_deref().unwrap_or_default()
             );
             return self.api_error(&file, &why);
+        }
+        // A chunk generate did not send (its prompt is over the model's maximum context)
+        // leaves the file as unanswerable for this model as the chunk itself.
+        if let Some((index, why)) = sorted.iter().find_map(|r| {
+            let why = r.generation.skipped.as_deref()?;
+            Some((r.chunk().map_or(0, |c| c.index), why))
+        }) {
+            return self.not_asked(&file, &format!("chunk {index} was not asked: {why}"));
         }
         file.scoring.remove("chunk_index");
         file.scoring.insert(
@@ -246,6 +257,15 @@ impl<'a> ResponseRunner<'a> {
         let mut result = self.blank_result(response)?;
         result.outcome = Outcome::ApiError;
         result.message = Some(format!("no answer to run, the call failed: {error}"));
+        Ok(result)
+    }
+
+    /// The result of a response generate deliberately did not ask for (its prompt is over the
+    /// model's maximum context): outcome `over_max_context`, nothing run.
+    fn not_asked(&self, response: &Response, message: &str) -> Result<RunResult, ResponseError> {
+        let mut result = self.blank_result(response)?;
+        result.outcome = Outcome::OverMaxContext;
+        result.message = Some(message.to_string());
         Ok(result)
     }
 

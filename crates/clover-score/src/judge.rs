@@ -272,7 +272,7 @@ pub fn run_judge(
         temperature: 0.0,
         top_p: 1.0,
         max_tokens: 64,
-        seed: None,
+        ..Sampling::default()
     };
     let answers: Vec<Mutex<Said>> = jobs.iter().map(|_| Mutex::new(Said::Failed)).collect();
     let next = AtomicUsize::new(0);
@@ -281,7 +281,7 @@ pub fn run_judge(
             s.spawn(|| loop {
                 let k = next.fetch_add(1, Ordering::Relaxed);
                 let Some(job) = jobs.get(k) else { break };
-                let said = match judge.client.complete(&job.messages, sampling) {
+                let said = match judge.client.complete(&job.messages, &sampling) {
                     Ok(c) => parse_choice(&c.text).map_or(Said::Unreadable, Said::Choice),
                     Err(_) => Said::Failed,
                 };
