@@ -414,7 +414,10 @@ fn write_drafts(
                 split.indent.clone(),
             )
         } else {
-            // The whole file runs: the answer may rename or add tests and helpers.
+            // The whole file runs: the answer may rename or add tests and helpers. What the
+            // prompt gave to complete (setup and declaration) is recorded, so that score can
+            // tell the model's own code from a copy of it.
+            scoring.insert("given".into(), json!(split.prefix));
             let mut exec = python_exec(input.repo, p, &key, "", &split.suffix);
             exec.selectors.clear();
             let end = p.problem_text.len() - split.suffix.len();

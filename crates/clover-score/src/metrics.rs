@@ -185,6 +185,26 @@ fn answer_code(r: &RunResult) -> &str {
     r.answer.as_deref().or(r.candidate.as_deref()).unwrap_or("")
 }
 
+/// The model's own code: its answer without the lines the prompt gave it to complete
+/// (`scoring.given`: a `full` answer's setup and declaration), so that an answer that copies
+/// the setup, whose fixtures may well construct the target, does not pass for using it.
+fn own_code(r: &RunResult) -> std::borrow::Cow<'_, str> {
+    let code = answer_code(r);
+    let Some(given) = r.scoring.get("given").and_then(Value::as_str) else {
+        return code.into();
+    };
+    let given: std::collections::HashSet<&str> = given
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    code.lines()
+        .filter(|l| !given.contains(l.trim()))
+        .collect::<Vec<_>>()
+        .join("\n")
+        .into()
+}
+
 /// Task I: the prediction, from `answer`, or else by aligning the candidate with the mask.
 fn prediction(r: &RunResult, facts: &ClozeFacts) -> Option<String> {
     if let Some(a) = &r.answer {
@@ -227,7 +247,7 @@ pub fn verdict(r: &RunResult, task: Task) -> Verdict {
             v.success = passed
                 && r.scoring
                     .get("target")
-                    .is_some_and(|t| uses_target(answer_code(r), &r.coverage, t));
+                    .is_some_and(|t| uses_target(&own_code(r), &r.coverage, t));
         }
         Task::CoverageTest => {
             v.success = passed
@@ -375,6 +395,22 @@ pub fn metric_names(task: Task) -> &'static [&'static str] {
 
 #[cfg(test)]
 mod tests {
+    /// A `full` answer that copies the setup it was given (whose fixture builds the target)
+    /// and asserts nothing does not use the target; one whose own lines call it does.
+    #[test]
+    fn copying_the_given_setup_is_not_using_the_target() {
+        let given = "import pytest\nfrom pkg import Account\n\n@pytest.fixture\ndef acct():\n    return Account(5)\n\ndef test_x(acct):\n";
+        let target = json!({"name": "Account", "path": "src/pkg/a.py", "start_line": 10, "end_line": 20});
+        let scoring = json!({"target": target, "given": given, "answer_format": "full"});
+        let check = |answer: &str| {
+            let mut r = result(Task::TargetedTest, Outcome::Passed, answer, scoring.clone());
+            r.coverage = vec![cov("src/pkg/a.py", 10..=14)];
+            verdict(&r, Task::TargetedTest).success
+        };
+        assert!(!check(&format!("{given}    assert True\n")));
+        assert!(check(&format!("{given}    assert Account(2).balance == 2\n")));
+    }
+
     /// A candidate the screen refused is a failed execution on every task, and its own rate.
     #[test]
     fn a_rejected_candidate_fails_and_is_counted_apart() {
