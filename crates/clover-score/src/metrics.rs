@@ -400,7 +400,8 @@ mod tests {
     #[test]
     fn copying_the_given_setup_is_not_using_the_target() {
         let given = "import pytest\nfrom pkg import Account\n\n@pytest.fixture\ndef acct():\n    return Account(5)\n\ndef test_x(acct):\n";
-        let target = json!({"name": "Account", "path": "src/pkg/a.py", "start_line": 10, "end_line": 20});
+        let target =
+            json!({"name": "Account", "path": "src/pkg/a.py", "start_line": 10, "end_line": 20});
         let scoring = json!({"target": target, "given": given, "answer_format": "full"});
         let check = |answer: &str| {
             let mut r = result(Task::TargetedTest, Outcome::Passed, answer, scoring.clone());
@@ -408,7 +409,9 @@ mod tests {
             verdict(&r, Task::TargetedTest).success
         };
         assert!(!check(&format!("{given}    assert True\n")));
-        assert!(check(&format!("{given}    assert Account(2).balance == 2\n")));
+        assert!(check(&format!(
+            "{given}    assert Account(2).balance == 2\n"
+        )));
     }
 
     /// A candidate the screen refused is a failed execution on every task, and its own rate.
