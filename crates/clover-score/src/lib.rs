@@ -36,6 +36,10 @@
 //!   denominator of every other rate, since a failed call says nothing of the model.
 //! - **Context utilization** per model, task and repository, on the headline metric (RER,
 //!   success rate): Δmax = max over budgets − PO, Δmin = min over budgets − PO.
+//! - Results generate did not ask because their prompt was over the model's maximum context
+//!   (outcome `over_max_context`, `generate --max-context`) are in no row and no rate, and a
+//!   setting that lost any is left out of Δ: CLOVER evaluates each model up to its own
+//!   maximum length (r_maxLen). A legend under the task's table counts them.
 //! - **LLM judge** ([`run_judge`]): pairwise, both orders (a win needs both, a disagreement
 //!   is a tie) or, as the paper, one ([`JudgeOrder`]); Wilson 95% intervals; a pair whose
 //!   request failed or whose answer could not be read is `undecided`, apart from ties.

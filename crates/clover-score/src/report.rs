@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use clover_generate::task_name;
-use clover_protocol::{RecordKind, RunResult, ScoreRow, Task, SCHEMA_VERSION};
+use clover_protocol::{Outcome, RecordKind, RunResult, ScoreRow, Task, SCHEMA_VERSION};
 use serde_json::{json, Value};
 
 use crate::judge::JudgeRow;
@@ -27,6 +27,9 @@ pub struct Row {
     pub repo: String,
     pub n: u64,
     pub metrics: BTreeMap<String, f64>,
+    /// Results of this group left out because generate did not ask them (outcome
+    /// `over_max_context`): in neither `n` nor any rate. A row that lost any is out of Δ.
+    pub over_max_context: u64,
 }
 
 /// Context utilization of a model on a task: the headline metric under context budgets
@@ -53,6 +56,9 @@ pub struct Report {
     pub rows: Vec<Row>,
     pub utilization: Vec<Utilization>,
     pub judge: Vec<JudgeRow>,
+    /// Per task, the results (all repositories) left out because their prompt was over the
+    /// model's maximum context.
+    pub over_max_context: BTreeMap<Task, u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -69,6 +75,8 @@ struct GroupKey {
 pub struct Scorer {
     by_repo: bool,
     groups: BTreeMap<GroupKey, Tally>,
+    /// Results generate did not ask (over the model's maximum context), per group.
+    over_max_context: BTreeMap<GroupKey, u64>,
     /// Results without a task, which cannot be scored.
     pub untasked: u64,
 }
@@ -81,13 +89,14 @@ impl Scorer {
         }
     }
 
-    /// Adds one result to its group (and to its repository's, with `--by-repo`).
+    /// Adds one result to its group (and to its repository's, with `--by-repo`). A result
+    /// over the model's maximum context is only counted: CLOVER evaluates a model up to its
+    /// own maximum length, so what it was never asked is no failure of it.
     pub fn add(&mut self, r: &RunResult) {
         let Some(task) = r.task else {
             self.untasked += 1;
             return;
         };
-        let v = verdict(r, task);
         let mut key = GroupKey {
             model: r.model.clone(),
             task,
@@ -95,9 +104,19 @@ impl Scorer {
             setting: r.setting.clone(),
             repo: ALL_REPOS.into(),
         };
-        self.groups.entry(key.clone()).or_default().add(&v);
+        let mut keys = vec![key.clone()];
         if self.by_repo {
             key.repo = r.repo.clone();
+            keys.push(key);
+        }
+        if r.outcome == Outcome::OverMaxContext {
+            for key in keys {
+                *self.over_max_context.entry(key).or_default() += 1;
+            }
+            return;
+        }
+        let v = verdict(r, task);
+        for key in keys {
             self.groups.entry(key).or_default().add(&v);
         }
     }
@@ -115,6 +134,7 @@ impl Scorer {
                 repo: k.repo.clone(),
                 n: t.n,
                 metrics: t.metrics(k.task),
+                over_max_context: self.over_max_context.get(k).copied().unwrap_or(0),
             })
             .collect();
         rows.sort_by(|a, b| {
@@ -123,10 +143,17 @@ impl Scorer {
                 .then_with(|| setting_order(&a.setting, &b.setting))
         });
         let utilization = utilization(&rows);
+        let mut over_max_context = BTreeMap::new();
+        for (k, n) in &self.over_max_context {
+            if k.repo == ALL_REPOS {
+                *over_max_context.entry(k.task).or_default() += n;
+            }
+        }
         Report {
             rows,
             utilization,
             judge: Vec::new(),
+            over_max_context,
         }
     }
 }
@@ -143,7 +170,10 @@ fn answer_format(r: &RunResult) -> &str {
 fn utilization(rows: &[Row]) -> Vec<Utilization> {
     let mut out = Vec::new();
     let mut by: BTreeMap<(&str, Task, &str, &str), Vec<&Row>> = BTreeMap::new();
-    for r in rows {
+    // A setting some of whose results were over the model's maximum context holds other
+    // problems than PO: its rate is no like-for-like difference, and CLOVER's Δ runs only up
+    // to the model's maximum length (r_maxLen).
+    for r in rows.iter().filter(|r| r.over_max_context == 0) {
         by.entry((&r.model, r.task, &r.format, &r.repo))
             .or_default()
             .push(r);
@@ -230,6 +260,9 @@ pub fn to_json(report: &Report) -> Value {
             "worst_setting": u.worst_setting,
         })).collect::<Vec<_>>(),
         "judge": report.judge.iter().map(JudgeRow::to_json).collect::<Vec<_>>(),
+        "over_max_context": report.over_max_context.iter()
+            .map(|(t, n)| (task_name(*t), json!(n)))
+            .collect::<serde_json::Map<_, _>>(),
     })
 }
 
@@ -344,6 +377,18 @@ fn pct(v: f64) -> String {
 /// API failures out of their denominator.
 const ERROR_RATE_LEGEND: &str = "n counts every result; error_rate is the share whose API call failed (outcome api_error, nothing ran), and every other rate leaves those out of its denominator. rejected_rate is the share the screen for reward hacking refused to run (outcome rejected): failed executions, counted against the model.";
 
+/// Under a task's table, when some of its results were not asked: where they went.
+fn over_max_context_legend(report: &Report, task: Task) -> Option<String> {
+    let n = report
+        .over_max_context
+        .get(&task)
+        .copied()
+        .filter(|&n| n > 0)?;
+    Some(format!(
+        "{n} result(s) were not asked, their prompt being over the model's maximum context (generate --max-context; outcome over_max_context): they are in no row and no rate, and a setting that lost any is left out of Δmax and Δmin, as CLOVER evaluates each model up to its own maximum length (r_maxLen)."
+    ))
+}
+
 fn signed_pct(v: f64) -> String {
     format!("{:+.1}", v * 100.0)
 }
@@ -392,6 +437,9 @@ pub fn to_markdown(report: &Report) -> String {
             s.push('\n');
         }
         let _ = writeln!(s, "\n{ERROR_RATE_LEGEND}\n");
+        if let Some(legend) = over_max_context_legend(report, task) {
+            let _ = writeln!(s, "{legend}\n");
+        }
     }
     if !report.utilization.is_empty() {
         s.push_str("## Context utilization (vs problem-only)\n\n");
@@ -448,7 +496,9 @@ pub fn to_markdown(report: &Report) -> String {
 }
 
 fn tasks(report: &Report) -> Vec<Task> {
+    // A task all of whose results were over a maximum context still gets its table's legend.
     let mut t: Vec<Task> = report.rows.iter().map(|r| r.task).collect();
+    t.extend(report.over_max_context.keys());
     t.sort();
     t.dedup();
     t
@@ -650,6 +700,9 @@ svg.plot{display:block;margin:0 0 1em;max-width:100%;height:auto}\
         }
         s.push_str("</tbody></table>\n");
         let _ = writeln!(s, "<p class=\"legend\">{}</p>", esc(ERROR_RATE_LEGEND));
+        if let Some(legend) = over_max_context_legend(report, task) {
+            let _ = writeln!(s, "<p class=\"legend\">{}</p>", esc(&legend));
+        }
     }
     if !report.utilization.is_empty() {
         s.push_str("<h2>Context utilization (vs problem-only)</h2>\n<table><thead><tr><th>model</th><th>task</th><th>format</th><th>repo</th><th>metric</th><th>PO (%)</th><th>Δmax</th><th>best</th><th>Δmin</th><th>worst</th></tr></thead><tbody>\n");
@@ -722,6 +775,7 @@ mod tests {
             ]
             .into_iter()
             .collect(),
+            over_max_context: 0,
         }
     }
 
@@ -739,6 +793,83 @@ mod tests {
             "scoring": {"answer_format": format}, "duration_secs": 0.0
         }))
         .unwrap()
+    }
+
+    /// Results generate did not ask (over the model's maximum context) are in no row's `n` or
+    /// rate, a setting whose results all were is no row, and the legend says how many.
+    #[test]
+    fn results_over_the_max_context_are_left_out() {
+        let mut scorer = Scorer::new(true);
+        for (setting, passed, over) in [
+            ("po", true, false),
+            ("po", false, false),
+            ("8k", true, false),
+            ("8k", true, true),
+            ("16k", false, true),
+        ] {
+            let mut r = targeted("part", setting, passed);
+            if over {
+                r.outcome = Outcome::OverMaxContext;
+            }
+            scorer.add(&r);
+        }
+        let report = scorer.report();
+        let rows: Vec<(&str, &str, u64, u64, f64)> = report
+            .rows
+            .iter()
+            .map(|r| {
+                let rate = r.metrics["execution_rate"];
+                (
+                    r.setting.as_str(),
+                    r.repo.as_str(),
+                    r.n,
+                    r.over_max_context,
+                    rate,
+                )
+            })
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                ("po", "*", 2, 0, 0.5),
+                ("8k", "*", 1, 1, 1.0),
+                ("po", "r", 2, 0, 0.5),
+                ("8k", "r", 1, 1, 1.0),
+            ]
+        );
+        assert_eq!(report.over_max_context[&Task::TargetedTest], 2);
+        let md = to_markdown(&report);
+        assert!(
+            md.contains(
+                "2 result(s) were not asked, their prompt being over the model's maximum context"
+            ) && md.contains("left out of Δmax and Δmin"),
+            "{md}"
+        );
+        assert!(to_html(&report).contains("2 result(s) were not asked"));
+        assert_eq!(to_json(&report)["over_max_context"]["targeted_test"], 2);
+        // 8k lost a result, so it is no budget of Δ and PO has nothing to be compared with.
+        assert!(report.utilization.is_empty(), "{:?}", report.utilization);
+    }
+
+    /// Δ runs over the settings all of whose results were asked: a setting that lost some
+    /// to the maximum context is neither best nor worst.
+    #[test]
+    fn a_setting_over_the_max_context_is_out_of_delta() {
+        let mut partial = row("m", "16k", 0.9);
+        partial.over_max_context = 3;
+        let rows = [
+            row("m", "po", 0.2),
+            row("m", "1k", 0.3),
+            row("m", "4k", 0.1),
+            partial,
+        ];
+        let u = utilization(&rows);
+        assert_eq!(u.len(), 1);
+        assert!((u[0].delta_max - 0.1).abs() < 1e-9, "{u:?}");
+        assert_eq!(
+            (u[0].best_setting.as_str(), u[0].worst_setting.as_str()),
+            ("1k", "4k")
+        );
     }
 
     /// The papers report `part` and `full` in separate tables: each format is its own row,
