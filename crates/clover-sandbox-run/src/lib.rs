@@ -227,27 +227,13 @@ impl<'a> ResponseRunner<'a> {
     fn blank_result(&self, response: &Response) -> Result<RunResult, ResponseError> {
         self.repo_of(response)?;
         Ok(RunResult {
-            kind: RecordKind::RunResult,
-            schema_version: SCHEMA_VERSION,
-            id: response.id.clone(),
             instance_id: response.instance_id.clone(),
             model: response.model.clone(),
             task: Some(response.task),
             setting: response.setting.clone(),
             repo: response.repo.clone(),
-            outcome: Outcome::NoCode,
-            tests: Vec::new(),
-            coverage: Vec::new(),
-            limit_hit: None,
-            exit_code: None,
-            signal: None,
-            candidate: None,
-            answer: None,
-            message: None,
-            stdout_tail: String::new(),
-            stderr_tail: String::new(),
             scoring: response.scoring.clone(),
-            duration_secs: 0.0,
+            ..unrun_result(response.id.clone(), Outcome::NoCode)
         })
     }
 
@@ -431,6 +417,33 @@ pub fn rejection(findings: &[Finding]) -> String {
         m.push_str(&format!("; and {} more", findings.len() - SHOWN));
     }
     m
+}
+
+/// A result named `id` with `outcome` before anything ran: every other field empty.
+pub fn unrun_result(id: String, outcome: Outcome) -> RunResult {
+    RunResult {
+        kind: RecordKind::RunResult,
+        schema_version: SCHEMA_VERSION,
+        id,
+        instance_id: String::new(),
+        model: String::new(),
+        task: None,
+        setting: String::new(),
+        repo: String::new(),
+        outcome,
+        tests: Vec::new(),
+        coverage: Vec::new(),
+        limit_hit: None,
+        exit_code: None,
+        signal: None,
+        candidate: None,
+        answer: None,
+        message: None,
+        stdout_tail: String::new(),
+        stderr_tail: String::new(),
+        scoring: Default::default(),
+        duration_secs: 0.0,
+    }
 }
 
 fn fill(result: &mut RunResult, run: &RunOutput) {

@@ -10,13 +10,11 @@ use std::time::Duration;
 use anyhow::{bail, Context};
 use clap::Parser;
 use clover_manifest::{RepoArgs, RepoConfig};
-use clover_protocol::{
-    finish_main, Outcome, RecordKind, RunResult, StageArgs, StageIo, Usage, SCHEMA_VERSION,
-};
+use clover_protocol::{finish_main, Outcome, RunResult, StageArgs, StageIo, Usage};
 use clover_sandbox::gtest::LibraryCache;
 use clover_sandbox::pytest::PytestRun;
 use clover_sandbox::{check_python, InterpreterError, Limits, Sandbox, WriteFile};
-use clover_sandbox_run::{run_responses, ResponseRunner, TAIL_BYTES};
+use clover_sandbox_run::{run_responses, unrun_result, ResponseRunner, TAIL_BYTES};
 use clover_screen::Screen;
 
 const TOOL: &str = "clover-sandbox-run";
@@ -241,27 +239,8 @@ fn direct(cli: Cli) -> anyhow::Result<()> {
 /// Direct mode's result before anything ran: named by the file's path in the repository.
 fn direct_result(repo: &Path, rel: &Path) -> RunResult {
     RunResult {
-        kind: RecordKind::RunResult,
-        schema_version: SCHEMA_VERSION,
-        id: rel.to_string_lossy().into_owned(),
-        instance_id: String::new(),
-        model: String::new(),
-        task: None,
-        setting: String::new(),
         repo: repo_name(repo),
-        outcome: Outcome::Error,
-        tests: Vec::new(),
-        coverage: Vec::new(),
-        limit_hit: None,
-        exit_code: None,
-        signal: None,
-        candidate: None,
-        answer: None,
-        message: None,
-        stdout_tail: String::new(),
-        stderr_tail: String::new(),
-        scoring: Default::default(),
-        duration_secs: 0.0,
+        ..unrun_result(rel.to_string_lossy().into_owned(), Outcome::Error)
     }
 }
 

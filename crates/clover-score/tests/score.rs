@@ -553,33 +553,36 @@ fn passed_cpp_answers(id: &str, answers: &[(&str, &str)]) -> Vec<RunResult> {
         .collect()
 }
 
+/// Writes passing C++ results of `count` instances, one per `(model, answer)` each, and
+/// returns the file.
+fn write_cpp_answers(dir: &Path, count: usize, answers: &[(&str, &str)]) -> std::path::PathBuf {
+    let text: String = (0..count)
+        .flat_map(|k| {
+            passed_cpp_answers(&format!("cppfix/src/ring_buffer.cc#chunk{k}@po"), answers)
+        })
+        .map(|r| serde_json::to_string(&r).unwrap() + "\n")
+        .collect();
+    let input = dir.join("results.jsonl");
+    std::fs::write(&input, text).unwrap();
+    input
+}
+
 #[test]
 fn llm_judge_pairs_in_both_orders() {
     let judge = fake_judge();
     let dir = tempfile::tempdir().unwrap();
     // Three models on C++: `good` writes GOOD();, `bad` and `worse` do not. The oracle's
     // answers are the ground truth and are not judged themselves.
-    let mut rs = Vec::new();
-    for k in 0..6 {
-        let id = format!("cppfix/src/ring_buffer.cc#chunk{k}@po");
-        rs.extend(passed_cpp_answers(
-            &id,
-            &[
-                ("oracle", "TEST(R, T) { GOOD(); }"),
-                ("good", "TEST(R, A) { GOOD(); }"),
-                ("bad", "TEST(R, B) { BAD(); }"),
-                ("worse", "TEST(R, C) { }"),
-            ],
-        ));
-    }
-    let input = dir.path().join("results.jsonl");
-    std::fs::write(
-        &input,
-        rs.iter()
-            .map(|r| serde_json::to_string(r).unwrap() + "\n")
-            .collect::<String>(),
-    )
-    .unwrap();
+    let input = write_cpp_answers(
+        dir.path(),
+        6,
+        &[
+            ("oracle", "TEST(R, T) { GOOD(); }"),
+            ("good", "TEST(R, A) { GOOD(); }"),
+            ("bad", "TEST(R, B) { BAD(); }"),
+            ("worse", "TEST(R, C) { }"),
+        ],
+    );
     let url = judge.url();
     let (out, stderr, code) = score(&[
         "--format",
@@ -647,26 +650,15 @@ fn llm_judge_pairs_in_both_orders() {
 fn the_judge_in_one_order_and_a_judge_that_is_down() {
     let judge = fake_judge();
     let dir = tempfile::tempdir().unwrap();
-    let mut rs = Vec::new();
-    for k in 0..40 {
-        let id = format!("cppfix/src/ring_buffer.cc#chunk{k}@po");
-        rs.extend(passed_cpp_answers(
-            &id,
-            &[
-                ("oracle", "TEST(R, T) { GOOD(); }"),
-                ("bad", "TEST(R, B) { BAD(); }"),
-                ("worse", "TEST(R, C) { }"),
-            ],
-        ));
-    }
-    let input = dir.path().join("results.jsonl");
-    std::fs::write(
-        &input,
-        rs.iter()
-            .map(|r| serde_json::to_string(r).unwrap() + "\n")
-            .collect::<String>(),
-    )
-    .unwrap();
+    let input = write_cpp_answers(
+        dir.path(),
+        40,
+        &[
+            ("oracle", "TEST(R, T) { GOOD(); }"),
+            ("bad", "TEST(R, B) { BAD(); }"),
+            ("worse", "TEST(R, C) { }"),
+        ],
+    );
     let url = judge.url();
     let run = |url: &str, extra: &[&str]| {
         let mut args = vec![
