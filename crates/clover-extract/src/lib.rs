@@ -54,7 +54,9 @@ pub use clover_protocol::Language;
 pub use cpp::{pair_cpp_files, strip_comments, CppPair, CppUtBenchRow, IncludesOf, PairRules};
 pub use error::{ExtractError, FileIssue, IssueKind, Summary};
 pub use options::{ExtractOptions, DEFAULT_CHUNK_LINES, DEFAULT_MAX_FILE_BYTES};
-pub use python::{identifiers, is_constant_operand, python_problems};
+pub use python::{
+    identifiers, is_constant_operand, is_constant_operand_as, python_problems, ConstantReading,
+};
 
 use std::path::Path;
 

@@ -207,8 +207,8 @@ pub struct Operand {
     pub text: String,
     /// Span in the problem file's text.
     pub problem_span: Span,
-    /// A constant in Python's AST sense: numbers, strings, bytes, True/False/None, Ellipsis and
-    /// tuples of constants.
+    /// A constant in Python's AST sense (`ast.Constant`): a number, string or bytes literal,
+    /// True/False/None or Ellipsis. Not `-3` (a `UnaryOp`) nor `(1, 2)` (a `Tuple`).
     pub is_constant: bool,
 }
 

@@ -10,8 +10,10 @@
 //!   literals aside (`x in d` is not `x in d.keys()`); **ER** — the candidate passed;
 //!   **RER** — passed, and the prediction is not trivial: not a constant in a unary assertion,
 //!   not a constant compared with a constant, not an `==` whose prediction repeats the other
-//!   side's text ([`trivial_rule`]). Constants are Python literals, signed numbers and tuples
-//!   of constants (no f-strings).
+//!   side's text ([`trivial_rule`]). A constant is what Python's `ast.Constant` is, as CLOVER
+//!   defines it: a number, string or bytes literal (no f-string), `True`, `False`, `None`,
+//!   `...`; `--rer-constants clover` ([`ConstantReading::Clover`]) also counts signed numbers
+//!   and tuples of constants, which the compiler folds. Both sides are read in the same way.
 //! - Task II: **execution rate** — passed; **success** — passed *and* the target is used: the
 //!   answer's code (not the prefix) names it (an identifier equal to the last part of its
 //!   name), and coverage shows a line of the target's span that an import alone does not run.
@@ -59,13 +61,14 @@ mod pyexpr;
 mod report;
 mod setting;
 
+pub use clover_extract::ConstantReading;
 pub use judge::{
     judge_messages, parse_choice, run_judge, wilson, Choice, Judge, JudgeFailures, JudgeItem,
     JudgeOrder, JudgeRow,
 };
 pub use metrics::{
     covered, covers_blocks, headline_metric, metric_names, trivial_rule, uses_target, verdict,
-    ClozeFacts, Tally, TrivialRule, Verdict,
+    verdict_with, ClozeFacts, Tally, TrivialRule, Verdict,
 };
 pub use pyexpr::{identifiers, normalize};
 pub use report::{

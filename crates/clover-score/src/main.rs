@@ -13,7 +13,7 @@ use clover_protocol::{
     exit, finish_main, BadRecords, Instance, OnError, RecordReader, RecordWriter, RunResult,
     Stopped, Task, DEFAULT_MAX_LINE_BYTES,
 };
-use clover_score::{run_judge, Judge, JudgeItem, JudgeOrder, Scorer};
+use clover_score::{run_judge, ConstantReading, Judge, JudgeItem, JudgeOrder, Scorer};
 
 const TOOL: &str = "clover-score";
 
@@ -34,6 +34,11 @@ struct Cli {
     /// Add a row per repository besides the all-repository rows.
     #[arg(long)]
     by_repo: bool,
+    /// What RER counts as a constant: `ast` is Python's `ast.Constant`, CLOVER's definition
+    /// (`-3` and `(1, 2)` are not constants); `clover` also counts signed numbers and tuples of
+    /// constants.
+    #[arg(long, value_enum, default_value_t = RerConstants::Ast)]
+    rer_constants: RerConstants,
     /// What to do with a bad input record.
     #[arg(long, value_enum, default_value_t = OnError::Skip)]
     on_error: OnError,
@@ -92,6 +97,12 @@ enum Format {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum RerConstants {
+    Ast,
+    Clover,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum JudgeOrderArg {
     Both,
     Single,
@@ -124,7 +135,10 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         .iter()
         .map(|t| parse_task(t))
         .collect::<anyhow::Result<_>>()?;
-    let mut scorer = Scorer::new(cli.by_repo);
+    let mut scorer = Scorer::new(cli.by_repo).with_rer_constants(match cli.rer_constants {
+        RerConstants::Ast => ConstantReading::Ast,
+        RerConstants::Clover => ConstantReading::Clover,
+    });
     let mut items: Vec<JudgeItem> = Vec::new();
     let mut references: HashMap<String, String> = HashMap::new();
     let mut bad = BadRecords::default();

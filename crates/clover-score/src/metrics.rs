@@ -6,7 +6,7 @@ use clover_protocol::{FileCoverage, LineRanges, Outcome, RunResult, Task};
 use serde_json::Value;
 
 use clover_answer::align_in_lines;
-use clover_extract::is_constant_operand as is_constant;
+use clover_extract::{is_constant_operand_as, ConstantReading};
 
 use crate::pyexpr::{identifiers, normalize};
 
@@ -46,16 +46,24 @@ impl ClozeFacts {
     }
 }
 
-/// The RER rule a prediction falls under, if any.
-pub fn trivial_rule(prediction: &str, facts: &ClozeFacts) -> Option<TrivialRule> {
+/// The RER rule a prediction falls under, if any, with constants read as `constants` says.
+pub fn trivial_rule(
+    prediction: &str,
+    facts: &ClozeFacts,
+    constants: ConstantReading,
+) -> Option<TrivialRule> {
+    let is_constant = |text: &str| is_constant_operand_as(text, constants);
     let constant = is_constant(prediction);
     if facts.form == "unary" && constant {
         return Some(TrivialRule::ConstantInUnary);
     }
     if facts.form == "binary" {
-        let other_constant = facts
-            .other_is_constant
-            .unwrap_or_else(|| facts.other_operand.as_deref().is_some_and(is_constant));
+        // The other side is read again from its text, in the same reading as the prediction;
+        // extract's flag (the `ast` reading) serves only an instance without the text.
+        let other_constant = match facts.other_operand.as_deref() {
+            Some(other) => is_constant(other),
+            None => facts.other_is_constant.unwrap_or(false),
+        };
         if constant && other_constant {
             return Some(TrivialRule::ConstantVsConstant);
         }
@@ -214,8 +222,13 @@ fn prediction(r: &RunResult, facts: &ClozeFacts) -> Option<String> {
     align_in_lines(r.candidate.as_deref()?, masked)
 }
 
-/// Judges one run result.
+/// Judges one run result, with RER's constants as `ast.Constant` ([`ConstantReading::Ast`]).
 pub fn verdict(r: &RunResult, task: Task) -> Verdict {
+    verdict_with(r, task, ConstantReading::Ast)
+}
+
+/// Judges one run result, with RER's constants read as `constants` says.
+pub fn verdict_with(r: &RunResult, task: Task, constants: ConstantReading) -> Verdict {
     if r.outcome == Outcome::ApiError {
         return Verdict {
             api_error: true,
@@ -241,7 +254,7 @@ pub fn verdict(r: &RunResult, task: Task) -> Verdict {
             v.success = passed
                 && pred
                     .as_deref()
-                    .is_some_and(|p| trivial_rule(p, &facts).is_none());
+                    .is_some_and(|p| trivial_rule(p, &facts, constants).is_none());
         }
         Task::TargetedTest => {
             v.success = passed
@@ -493,6 +506,59 @@ mod tests {
         assert_eq!((c.exact, c.executed, c.success), (Some(true), false, false));
     }
 
+    /// RER's constants are `ast.Constant` by default: a tuple and a signed number are not, so
+    /// they count; `--rer-constants clover` reads them as constants. The other side is read
+    /// again from its text, so an instance whose flag was written in another reading scores
+    /// in the reading asked for.
+    #[test]
+    fn rer_constants_follow_the_reading_asked_for() {
+        let (ast, clover) = (ConstantReading::Ast, ConstantReading::Clover);
+        let unary = ClozeFacts {
+            form: "unary".into(),
+            ..Default::default()
+        };
+        for p in ["(1, 'a')", "-3", "()"] {
+            assert_eq!(trivial_rule(p, &unary, ast), None, "{p}");
+            assert_eq!(
+                trivial_rule(p, &unary, clover),
+                Some(TrivialRule::ConstantInUnary),
+                "{p}"
+            );
+        }
+        // Flagged constant by an older extract, as clover read it then.
+        let tuple_other = ClozeFacts {
+            form: "binary".into(),
+            operator: Some("==".into()),
+            other_operand: Some("(1500, 0)".into()),
+            other_is_constant: Some(true),
+            ..Default::default()
+        };
+        assert_eq!(trivial_rule("710", &tuple_other, ast), None);
+        assert_eq!(
+            trivial_rule("710", &tuple_other, clover),
+            Some(TrivialRule::ConstantVsConstant)
+        );
+        let const_other = ClozeFacts {
+            other_operand: Some("710".into()),
+            ..tuple_other.clone()
+        };
+        assert_eq!(trivial_rule("-3.5", &const_other, ast), None);
+        assert_eq!(
+            trivial_rule("-3.5", &const_other, clover),
+            Some(TrivialRule::ConstantVsConstant)
+        );
+        // Through `verdict_with`: the same passing answer is RER in one reading only.
+        let s = json!({"reference": "x", "form": "unary", "operator": null,
+            "other_operand": null, "other_is_constant": null, "masked_line": "assert <MASK>"});
+        let r = result(Task::AssertionCloze, Outcome::Passed, "-1", s);
+        assert!(verdict_with(&r, Task::AssertionCloze, ast).success);
+        assert!(!verdict_with(&r, Task::AssertionCloze, clover).success);
+        assert!(
+            verdict(&r, Task::AssertionCloze).success,
+            "ast is the default"
+        );
+    }
+
     #[test]
     fn rer_rules() {
         let unary = ClozeFacts {
@@ -501,14 +567,13 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(
-            trivial_rule("True", &unary),
+            trivial_rule("True", &unary, ConstantReading::Ast),
             Some(TrivialRule::ConstantInUnary)
         );
         assert_eq!(
-            trivial_rule("(1, 'a')", &unary),
-            Some(TrivialRule::ConstantInUnary)
+            trivial_rule("led.is_closed()", &unary, ConstantReading::Ast),
+            None
         );
-        assert_eq!(trivial_rule("led.is_closed()", &unary), None);
 
         let const_other = ClozeFacts {
             reference: "amount.cents".into(),
@@ -519,14 +584,13 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(
-            trivial_rule("710", &const_other),
+            trivial_rule("710", &const_other, ConstantReading::Ast),
             Some(TrivialRule::ConstantVsConstant)
         );
         assert_eq!(
-            trivial_rule("-3.5", &const_other),
-            Some(TrivialRule::ConstantVsConstant)
+            trivial_rule("amount.cents", &const_other, ConstantReading::Ast),
+            None
         );
-        assert_eq!(trivial_rule("amount.cents", &const_other), None);
 
         let eq = ClozeFacts {
             reference: "5".into(),
@@ -537,11 +601,11 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(
-            trivial_rule("ledger.balance('cash')", &eq),
+            trivial_rule("ledger.balance('cash')", &eq, ConstantReading::Ast),
             Some(TrivialRule::RepeatsOtherSide)
         );
         assert_eq!(
-            trivial_rule("5", &eq),
+            trivial_rule("5", &eq, ConstantReading::Ast),
             None,
             "a constant against a non-constant counts"
         );
@@ -550,7 +614,7 @@ mod tests {
             ..eq.clone()
         };
         assert_eq!(
-            trivial_rule("ledger.balance('cash')", &le),
+            trivial_rule("ledger.balance('cash')", &le, ConstantReading::Ast),
             None,
             "only equality"
         );

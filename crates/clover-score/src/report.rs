@@ -8,7 +8,9 @@ use clover_protocol::{Outcome, RecordKind, RunResult, ScoreRow, Task, SCHEMA_VER
 use serde_json::{json, Value};
 
 use crate::judge::JudgeRow;
-use crate::metrics::{headline_metric, metric_names, verdict, Tally};
+use clover_extract::ConstantReading;
+
+use crate::metrics::{headline_metric, metric_names, verdict_with, Tally};
 use crate::setting::{is_budget, setting_order};
 
 /// The repository of a row that covers all of them.
@@ -74,6 +76,8 @@ struct GroupKey {
 #[derive(Debug, Default)]
 pub struct Scorer {
     by_repo: bool,
+    /// What RER counts as a constant.
+    constants: ConstantReading,
     groups: BTreeMap<GroupKey, Tally>,
     /// Results generate did not ask (over the model's maximum context), per group.
     over_max_context: BTreeMap<GroupKey, u64>,
@@ -87,6 +91,12 @@ impl Scorer {
             by_repo,
             ..Scorer::default()
         }
+    }
+
+    /// Reads RER's constants as `constants` says (default: `ast.Constant`).
+    pub fn with_rer_constants(mut self, constants: ConstantReading) -> Self {
+        self.constants = constants;
+        self
     }
 
     /// Adds one result to its group (and to its repository's, with `--by-repo`). A result
@@ -115,7 +125,7 @@ impl Scorer {
             }
             return;
         }
-        let v = verdict(r, task);
+        let v = verdict_with(r, task, self.constants);
         for key in keys {
             self.groups.entry(key).or_default().add(&v);
         }

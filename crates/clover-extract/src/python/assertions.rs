@@ -74,10 +74,23 @@ fn unwrap_parens(mut n: Node) -> Node {
     n
 }
 
-/// Whether an expression is a constant as Python's compiler sees it: a number, a string or
-/// bytes (not an f-string with fields), `True`, `False`, `None`, `...`, a sign applied to a
-/// number (folded to a constant), or a tuple of constants.
-pub(crate) fn is_constant(n: Node, text: &str) -> bool {
+/// What counts as a constant operand, for RER's rules (a constant in a unary assertion, a
+/// constant compared with a constant).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ConstantReading {
+    /// CLOVER's definition, Python's `ast.Constant`: a literal number, string or bytes (not
+    /// an f-string), `True`, `False`, `None` or `...`, in parentheses or not. `-3` is a
+    /// `UnaryOp` and `(1, 2)` a `Tuple` to `ast.parse`, so neither is a constant.
+    #[default]
+    Ast,
+    /// clover's broader reading: also a sign applied to a number and a tuple of constants,
+    /// which Python's compiler folds into one constant after parsing.
+    Clover,
+}
+
+/// Whether an expression is a constant in the given reading (see [`ConstantReading`]).
+pub(crate) fn is_constant(n: Node, text: &str, reading: ConstantReading) -> bool {
+    let folded = reading == ConstantReading::Clover;
     let mut c = n.walk();
     match n.kind() {
         "integer" | "float" | "true" | "false" | "none" | "ellipsis" => true,
@@ -93,11 +106,16 @@ pub(crate) fn is_constant(n: Node, text: &str) -> bool {
                 .any(|x| x.kind() == "interpolation");
             !fields && !f_prefix
         }
-        "concatenated_string" | "tuple" => n
+        // Adjacent literals are one string to the parser already.
+        "concatenated_string" => n
             .named_children(&mut c)
             .filter(|x| x.kind() != "comment")
-            .all(|x| is_constant(x, text)),
-        "unary_operator" => {
+            .all(|x| is_constant(x, text, reading)),
+        "tuple" if folded => n
+            .named_children(&mut c)
+            .filter(|x| x.kind() != "comment")
+            .all(|x| is_constant(x, text, reading)),
+        "unary_operator" if folded => {
             let sign = n
                 .child_by_field_name("operator")
                 .is_some_and(|o| matches!(o.kind(), "-" | "+"));
@@ -110,16 +128,21 @@ pub(crate) fn is_constant(n: Node, text: &str) -> bool {
                 .named_children(&mut c)
                 .filter(|x| x.kind() != "comment")
                 .collect();
-            inner.len() == 1 && is_constant(inner[0], text)
+            inner.len() == 1 && is_constant(inner[0], text, reading)
         }
         _ => false,
     }
 }
 
-/// Whether a Python expression, given as text, is a constant in the sense of
-/// [`AssertionSite`](clover_protocol::AssertionSite) operands. Text that does not parse as one
-/// expression is not a constant. Scoring uses this on model answers.
+/// Whether a Python expression, given as text, is a constant as `ast.Constant` is, the sense
+/// of [`AssertionSite`](clover_protocol::AssertionSite) operands' `is_constant`. Text that does
+/// not parse as one expression is not a constant. Scoring uses this on model answers.
 pub fn is_constant_operand(text: &str) -> bool {
+    is_constant_operand_as(text, ConstantReading::Ast)
+}
+
+/// [`is_constant_operand`] in the given reading.
+pub fn is_constant_operand_as(text: &str, reading: ConstantReading) -> bool {
     let mut parser = tree_sitter::Parser::new();
     if parser
         .set_language(&tree_sitter_python::LANGUAGE.into())
@@ -139,63 +162,126 @@ pub fn is_constant_operand(text: &str) -> bool {
     if stmt.kind() != "expression_statement" || stmt.named_child_count() != 1 {
         return false;
     }
-    is_constant(stmt.named_child(0).unwrap(), trimmed)
+    is_constant(stmt.named_child(0).unwrap(), trimmed, reading)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// Expressions `ast.parse` makes a `Constant` of, in both readings.
+    const CONSTANTS: &[&str] = &[
+        "1",
+        "1.5",
+        "1j",
+        "'a'",
+        "b'x'",
+        "'a' 'b'",
+        "True",
+        "False",
+        "None",
+        "...",
+        "(4)",
+        "r'\\d'",
+        "0x1F",
+        "(  7  )",
+        "\"\"\"doc\"\"\"",
+    ];
+
+    /// Expressions Python's compiler folds into a constant though `ast.parse` does not (a
+    /// `UnaryOp`, a `Tuple`): constants only in clover's reading.
+    const FOLDED: &[&str] = &[
+        "-3",
+        "+2.0",
+        "(1, 'a', None)",
+        "()",
+        "((1, 2), 3)",
+        "(1500, 0)",
+        "(1, ('a', None))",
+        "(-1, 2)",
+    ];
+
+    /// Never constants.
+    const NOT_CONSTANTS: &[&str] = &[
+        "x",
+        "f(1)",
+        "[1, 2]",
+        "{1: 2}",
+        "{1}",
+        "f'{x}'",
+        "(1, x)",
+        "-x",
+        "not True",
+        "a.b",
+        "1 + 2",
+        "Money(5)",
+        "",
+        "x = 1",
+        "f'plain'",
+        "F'x'",
+        "rf'a'",
+        "1 ==",
+        "x if y else z",
+    ];
+
+    /// The default reading is `ast.Constant` (checked against Python in
+    /// `constants_match_python_ast` when an interpreter is at hand).
     #[test]
     fn constants_follow_python_ast_rules() {
-        for yes in [
-            "1",
-            "1.5",
-            "-3",
-            "+2.0",
-            "1j",
-            "'a'",
-            "b'x'",
-            "'a' 'b'",
-            "True",
-            "False",
-            "None",
-            "...",
-            "(1, 'a', None)",
-            "()",
-            "((1, 2), 3)",
-            "(4)",
-            "r'\\d'",
-            "0x1F",
-            "(  7  )",
-            "\"\"\"doc\"\"\"",
-            "(1500, 0)",
-            "(1, ('a', None))",
-        ] {
+        for yes in CONSTANTS {
             assert!(is_constant_operand(yes), "{yes} should be a constant");
         }
-        for no in [
-            "x",
-            "f(1)",
-            "[1, 2]",
-            "{1: 2}",
-            "{1}",
-            "f'{x}'",
-            "(1, x)",
-            "-x",
-            "not True",
-            "a.b",
-            "1 + 2",
-            "Money(5)",
-            "",
-            "x = 1",
-            "f'plain'",
-            "F'x'",
-            "rf'a'",
-            "1 ==",
-            "x if y else z",
-        ] {
-            assert!(!is_constant_operand(no), "{no} should not be a constant");
+        for no in FOLDED.iter().chain(NOT_CONSTANTS) {
+            assert!(!is_constant_operand(no), "{no} is no ast.Constant");
+        }
+    }
+
+    #[test]
+    fn clovers_reading_also_folds_signs_and_tuples() {
+        for yes in CONSTANTS.iter().chain(FOLDED) {
+            assert!(
+                is_constant_operand_as(yes, ConstantReading::Clover),
+                "{yes} should be a constant in clover's reading"
+            );
+        }
+        for no in NOT_CONSTANTS {
+            assert!(
+                !is_constant_operand_as(no, ConstantReading::Clover),
+                "{no} should not be a constant"
+            );
+        }
+    }
+
+    /// The lists above are what `ast.parse` says, asked of a real Python.
+    #[test]
+    fn constants_match_python_ast() {
+        let Some(python) = clover_testkit::python() else {
+            return;
+        };
+        let exprs: Vec<&str> = CONSTANTS.iter().chain(FOLDED).copied().collect();
+        let script = "import ast, json, sys\nfor e in json.load(sys.stdin):\n    print(type(ast.parse(e, mode='eval').body).__name__)\n";
+        let mut child = std::process::Command::new(python)
+            .args(["-c", script])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        use std::io::Write;
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(serde_json::to_string(&exprs).unwrap().as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success());
+        let kinds = String::from_utf8(out.stdout).unwrap();
+        for (e, kind) in exprs.iter().zip(kinds.lines()) {
+            assert_eq!(
+                kind == "Constant",
+                is_constant_operand(e),
+                "{e}: ast.parse gives {kind}"
+            );
         }
     }
 }

@@ -16,7 +16,7 @@ use clover_protocol::{
 use rayon::prelude::*;
 use tree_sitter::{Node, Parser, Tree};
 
-pub use assertions::is_constant_operand;
+pub use assertions::{is_constant_operand, is_constant_operand_as, ConstantReading};
 
 use crate::error::{ExtractError, FileIssue, IssueKind};
 use crate::options::ExtractOptions;
@@ -355,7 +355,7 @@ fn build(
                 .map(|o| Operand {
                     text: src.node_text(*o).to_string(),
                     problem_span: problem_span(*o),
-                    is_constant: assertions::is_constant(*o, src.text),
+                    is_constant: assertions::is_constant(*o, src.text, ConstantReading::Ast),
                 })
                 .collect(),
         })
@@ -588,7 +588,8 @@ test_uses_helpers.extra = True
             .iter()
             .map(|o| (o.text.as_str(), o.is_constant))
             .collect();
-        assert_eq!(consts, vec![("n", false), ("(1, 2)", true)]);
+        // A tuple is an `ast.Tuple`, no `ast.Constant`.
+        assert_eq!(consts, vec![("n", false), ("(1, 2)", false)]);
         let u = &by_name(&ps, "test_other").assertions[0];
         assert_eq!(
             (u.form, u.operator.as_deref()),
