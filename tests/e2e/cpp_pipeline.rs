@@ -101,6 +101,10 @@ fn sandbox_run(responses: &Path) -> std::process::Command {
     cmd
 }
 
+/// The source/test pairs of fixtures/cpp: ring_buffer, tokenizer and histogram, and the
+/// header-only small_vector.
+const SOURCES: usize = 4;
+
 /// One test, so the instances (a C++ calibration) are made once; its own folder, since the
 /// shared one is reset by every e2e test process.
 #[test]
@@ -118,7 +122,11 @@ fn oracle_and_baseline(instances: &Path, dir: &Path) {
     let chunked: Vec<Instance> = read(instances);
     let sources: std::collections::BTreeSet<&str> =
         chunked.iter().map(|i| i.file_instance_id()).collect();
-    assert_eq!(sources.len(), 3, "three source/test pairs in the fixture");
+    assert_eq!(
+        sources.len(),
+        SOURCES,
+        "the source/test pairs of the fixture"
+    );
     assert!(
         chunked.len() > sources.len(),
         "tokenizer.cc is cut into chunks, each its own instance"
@@ -132,7 +140,7 @@ fn oracle_and_baseline(instances: &Path, dir: &Path) {
             got.iter().map(|r| r.instance_id.clone()).collect();
         assert_eq!(
             got.len(),
-            3,
+            SOURCES,
             "{model}: one result per source, not per chunk"
         );
         assert_eq!(
@@ -164,7 +172,7 @@ fn oracle_and_baseline(instances: &Path, dir: &Path) {
             .iter()
             .find(|r| r["model"] == model && r["task"] == "cpp_unit_test" && r["repo"] == "*")
             .unwrap_or_else(|| panic!("no cpp_unit_test row of {model}"));
-        assert_eq!(row["n"], 3, "{row}");
+        assert_eq!(row["n"], SOURCES, "{row}");
         &row["metrics"]
     };
     let value =
@@ -191,7 +199,7 @@ fn oracle_and_baseline(instances: &Path, dir: &Path) {
 
 /// The LLM judge with the ground truth from `--instances`: sandbox-run gives a chunked source
 /// one result under the file's instance id, which no instance has; score must still find that
-/// file's reference (every chunk holds the whole test file) and judge all three sources. The
+/// file's reference (every chunk holds the whole test file) and judge every source. The
 /// fake judge on loopback answers `A` (position-biased: a tie over both orders) only when the
 /// ground truth it is shown is an instance's reference, and something unreadable otherwise.
 fn judged_with_the_instances_references(instances: &Path, results: &[PathBuf]) {
@@ -242,7 +250,7 @@ fn judged_with_the_instances_references(instances: &Path, results: &[PathBuf]) {
             count("loss"),
             count("undecided")
         ),
-        (0, 3, 0, 0),
+        (0, SOURCES as u64, 0, 0),
         "{row}"
     );
 }
@@ -276,7 +284,7 @@ fn shards_resume_and_missing_answers(instances: &Path, dir: &Path) {
             );
         }
     }
-    assert_eq!(seen.len(), 3, "every source in some shard");
+    assert_eq!(seen.len(), SOURCES, "every source in some shard");
     // sandbox-run's shards: together, the whole run's files, each once, with the same
     // outcomes and lines.
     let mut joined = Vec::new();
@@ -291,7 +299,7 @@ fn shards_resume_and_missing_answers(instances: &Path, dir: &Path) {
         );
         let got = facts(&out);
         assert!(
-            got.len() < 3,
+            got.len() < SOURCES,
             "shard {k} holds every source: the split did nothing"
         );
         joined.extend(got);

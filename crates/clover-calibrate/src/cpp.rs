@@ -67,9 +67,9 @@ pub struct CppCalibration {
 }
 
 /// What a file of one empty `TEST` covers in each repository. It is the same for every
-/// problem of the repository (only the library's counters are read, and the library is
-/// built once), so it is built and run once per repository and process; problems calibrated
-/// at the same time wait for that one run.
+/// problem of the repository (a run's lines are the library's files, whichever test file
+/// instantiated them, and the library is built once), so it is built and run once per
+/// repository and process; problems calibrated at the same time wait for that one run.
 #[derive(Debug, Default)]
 pub struct EmptyRuns {
     /// Per repository: the empty run's lines, or why there are none.

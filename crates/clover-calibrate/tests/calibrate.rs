@@ -489,9 +489,10 @@ fn a_cpp_test_that_fails_alone_is_left_out() {
     assert!(rec.unique_blocks.is_empty() && rec.tiers.is_empty());
 }
 
-/// The file of one empty TEST reads only the library's counters, so it is built and run once
-/// per repository: three problems of the fixture compile four test files, not six, and share
-/// one `empty`.
+/// The file of one empty TEST gives the same lines to every problem of a repository, so it is
+/// built and run once per repository: four problems of the fixture compile five test files,
+/// not eight, and share one `empty`. The header-only small_vector.h, compiled only into its
+/// test, has its lines all the same.
 #[test]
 fn the_empty_test_is_built_once_per_repository() {
     let (Some(()), Some(())) = (clover_testkit::root(), clover_testkit::cpp_toolchain()) else {
@@ -501,14 +502,28 @@ fn the_empty_test_is_built_once_per_repository() {
     let fixture = clover_testkit::fixture("cpp");
     let repo = &RepoConfig::resolve(None, None, Some(&fixture)).unwrap()[0];
     let problems = extract(repo);
-    assert_eq!(problems.len(), 3);
+    assert_eq!(problems.len(), 4);
     let input = write_problems(dir.path(), &problems);
     let f = fixture.display().to_string();
     let (records, stderr, summary) = calibrate_with_summary(&input, &["--repo", &f, "--runs", "1"]);
-    assert!(stderr.contains("cppfix: kept 3"), "{stderr}");
-    assert_eq!(summary["cppfix"]["test_builds"], 4, "{summary}");
+    assert!(stderr.contains("cppfix: kept 4"), "{stderr}");
+    assert_eq!(summary["cppfix"]["test_builds"], 5, "{summary}");
     let empties: Vec<_> = records.values().map(|r| &r.empty).collect();
     assert!(empties.windows(2).all(|w| w[0] == w[1]), "{empties:?}");
+    let header_only = records
+        .values()
+        .find(|r| r.id.ends_with("src/small_vector.h"))
+        .expect("the header-only problem");
+    let focal: usize = header_only
+        .base
+        .iter()
+        .filter(|f| f.path == "src/small_vector.h")
+        .map(|f| f.lines.len())
+        .sum();
+    assert!(
+        header_only.exclusion.is_none() && focal > 20,
+        "{header_only:?}"
+    );
 }
 
 /// The problems of the calibration fixture of edge cases (`tests/data/pyedge`) whose id holds

@@ -124,6 +124,8 @@ fn cpp_fixture_pairs_sources_and_reports_the_rest() {
         vec![
             ("src/histogram.cc", "tests/histogram_unittest.cc"),
             ("src/ring_buffer.cc", "tests/ring_buffer_test.cc"),
+            // A header-only source: there is no small_vector.cc.
+            ("src/small_vector.h", "tests/small_vector_test.cc"),
             ("src/tokenizer.cc", "tests/tokenizer_test.cc"),
         ]
     );
@@ -136,7 +138,7 @@ fn cpp_fixture_pairs_sources_and_reports_the_rest() {
         "{stderr}"
     );
 
-    let tok = ps[2].cpp.as_ref().unwrap();
+    let tok = ps[3].cpp.as_ref().unwrap();
     assert!(
         tok.code.contains(r#"constexpr char kBlockOpen[] = "/*";"#),
         "literals survive stripping"
@@ -170,7 +172,7 @@ fn cpp_ut_bench_format_uses_the_dataset_columns() {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    assert_eq!(rows.len(), 3);
+    assert_eq!(rows.len(), 4);
     assert_eq!(rows[0].file_path, "src/histogram.cc");
     assert_eq!(rows[0].repository_name, "cppfix");
 }

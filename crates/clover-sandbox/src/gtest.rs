@@ -7,14 +7,18 @@
 //! they are not model-written — and so does gcov, which parses counters a candidate wrote.
 //! One candidate takes three runs, each in its own throwaway view of the repository:
 //!
-//! 1. (once per repository and cache key) compile every library source into
-//!    `.clover-build/lib/<stem>.o` + `.gcno`; both are read back and kept on the host in a
-//!    folder keyed by a hash of the sources, headers, compiler and flags ([`LibraryCache`]).
-//! 2. write the cached objects and the candidate into a fresh view, compile and link the
-//!    candidate (diagnostics to `.clover-out/compile.txt`), then `exec` the test binary, so
-//!    the run's exit status is the binary's own; read back the report and the `.gcda` files.
+//! 1. (once per repository and cache key) compile every library source, several at once,
+//!    into `.clover-build/lib/<stem>.o` + `.gcno`; both are read back and kept on the host in
+//!    a folder keyed by what went into the build: compiler, command lines, and the contents
+//!    of the files the compiler read ([`LibraryCache`]).
+//! 2. write the cached objects and the candidate into a fresh view, compile it (instrumented
+//!    too: a header-only class is compiled only there) and link it, with `gtest_main` when it
+//!    has no `main` of its own (diagnostics to `.clover-out/compile.txt`), then `exec` the
+//!    test binary, so the run's exit status is the binary's own; read back the report and the
+//!    `.gcda` files.
 //! 3. write `.gcno` + `.gcda` into another fresh view and run `gcovr --cobertura` there; its
-//!    report gives the covered lines and the executable (instrumented) ones.
+//!    report gives the covered lines and the executable (instrumented) ones of the library's
+//!    files, wherever they were compiled.
 //!
 //! A test file that runs many times (calibration: the ground truth as a whole, then each
 //! `TEST` alone) is built once instead: [`GtestRun::build`] compiles and links it in step 2's
@@ -53,6 +57,14 @@ const COVERAGE_XML: &str = ".clover-out/coverage.xml";
 const COVERAGE_FLAGS: [&str; 2] = ["--coverage", "-fprofile-update=atomic"];
 const COMPILE_LOG: &str = ".clover-out/compile.txt";
 const COMPILE_FAILED: &str = ".clover-out/compile.failed";
+/// Coverage notes and counters of the test file itself, beside [`CANDIDATE_OBJ`].
+const CANDIDATE_GCNO: &str = ".clover-build/candidate.gcno";
+const CANDIDATE_GCDA: &str = ".clover-build/candidate.gcda";
+/// The library whose one object is a `main` that runs every test.
+const GTEST_MAIN: &str = "gtest_main";
+/// A shell condition that holds when the test file's object defines `main` (POSIX `nm`
+/// output: name, type, value).
+const DEFINES_MAIN: &str = "nm -P --defined-only .clover-build/candidate.o | grep -q '^main [TW] '";
 
 /// Extensions of C++ translation units.
 const CXX_EXTENSIONS: &[&str] = &["cc", "cpp", "cxx", "c++", "C"];
@@ -150,52 +162,113 @@ impl CppProject {
         sh_words(words)
     }
 
-    /// A hash of everything the library's objects depend on: the repository's path (object
-    /// files name their `.gcda` by absolute path), the compiler and flags, and the content
-    /// of every file below the source and include folders.
-    fn cache_key(&self, repo: &Path) -> String {
-        let mut bytes = Vec::new();
-        let mut add = |b: &[u8]| {
-            bytes.extend_from_slice(&(b.len() as u64).to_le_bytes());
-            bytes.extend_from_slice(b);
-        };
-        add(repo.as_os_str().as_bytes());
-        add(self.cxx.as_bytes());
-        for f in self
-            .cxxflags
-            .iter()
-            .map(String::as_str)
-            .chain(COVERAGE_FLAGS)
-        {
-            add(f.as_bytes());
+    /// The library's objects: each source and the stem of its files in [`LIB_DIR`] (the
+    /// source path with `/` turned into `__`).
+    fn library_objects(&self, repo: &Path) -> Result<Vec<(PathBuf, String)>, SandboxError> {
+        Ok(self
+            .library_sources(repo)?
+            .into_iter()
+            .map(|s| {
+                let stem = s.to_string_lossy().replace('/', "__");
+                (s, stem)
+            })
+            .collect())
+    }
+
+    /// The shell line that compiles one object of the library and writes the files it read
+    /// (the compiler's dependency list, repository headers only) to `<stem>.d`.
+    fn library_job(&self, src: &Path, stem: &str) -> String {
+        let obj = format!("{LIB_DIR}/{stem}.o");
+        let deps = format!("{LIB_DIR}/{stem}.d");
+        format!(
+            "{} {}",
+            self.compile_library_object(src, &obj),
+            sh_words(["-MMD", "-MF", &deps])
+        )
+    }
+
+    /// What goes into the library's build besides the contents of the files it reads: the
+    /// repository's path (object files name their `.gcda` by absolute path), the compiler
+    /// (`compiler`: its path and version), the environment, and every object's whole
+    /// command line (flags, source, output).
+    fn recipe(&self, repo: &Path, compiler: &str, objects: &[(PathBuf, String)]) -> String {
+        let mut h = KeyHasher::default();
+        h.add(repo.as_os_str().as_bytes());
+        h.add(compiler.as_bytes());
+        for (k, v) in &self.env {
+            h.add(k.as_bytes());
+            h.add(v.as_bytes());
         }
-        for d in &self.include_dirs {
-            add(d.as_os_str().as_bytes());
+        for (src, stem) in objects {
+            h.add(self.library_job(src, stem).as_bytes());
         }
-        if let Some(cxx) = which(&self.cxx) {
-            if let Ok(md) = std::fs::metadata(&cxx) {
-                add(&md.mtime().to_le_bytes());
-                add(&md.size().to_le_bytes());
-            }
+        h.finish()
+    }
+}
+
+/// The cache key of a build: its recipe, and the path and content of every file the
+/// compiler read for it (`inputs`, from its dependency files). Nothing else under the
+/// source folders counts: a stray file there changes nothing.
+fn build_key(recipe: &str, repo: &Path, inputs: &[PathBuf]) -> String {
+    let mut h = KeyHasher::default();
+    h.add(recipe.as_bytes());
+    for f in inputs {
+        h.add(f.as_os_str().as_bytes());
+        match std::fs::read(repo.join(f)) {
+            Ok(bytes) => h.add(&bytes),
+            // A file the build read and that is gone now is a change too.
+            Err(_) => h.add(b"\0missing"),
         }
-        let mut files: Vec<PathBuf> = self
-            .source_dirs
-            .iter()
-            .chain(&self.include_dirs)
-            .flat_map(|d| walk_files(repo, d))
-            .collect();
-        files.sort();
-        files.dedup();
-        for f in files {
-            add(f.as_os_str().as_bytes());
-            add(&std::fs::read(repo.join(&f)).unwrap_or_default());
-        }
+    }
+    h.finish()
+}
+
+/// Length-prefixed fields hashed into a 128-bit hex key.
+#[derive(Default)]
+struct KeyHasher(Vec<u8>);
+
+impl KeyHasher {
+    fn add(&mut self, b: &[u8]) {
+        self.0.extend_from_slice(&(b.len() as u64).to_le_bytes());
+        self.0.extend_from_slice(b);
+    }
+
+    fn finish(mut self) -> String {
         // Two differently seeded FNV-1a hashes: 128 bits for a cache key.
-        let a = clover_protocol::fnv1a64(&bytes);
-        bytes.push(0x5a);
-        let b = clover_protocol::fnv1a64(&bytes);
+        let a = clover_protocol::fnv1a64(&self.0);
+        self.0.push(0x5a);
+        let b = clover_protocol::fnv1a64(&self.0);
         format!("{a:016x}{b:016x}")
     }
+}
+
+/// The files a make rule (`obj.o: a.cc a.h \`, as `-MD` writes it) depends on.
+fn depfile_inputs(text: &str) -> Vec<PathBuf> {
+    let joined = text.replace("\\\n", " ");
+    let mut out = Vec::new();
+    for rule in joined.lines() {
+        let Some((_, deps)) = rule.split_once(": ") else {
+            continue;
+        };
+        // `\ ` is a space inside a name.
+        let mut word = String::new();
+        let mut chars = deps.chars().peekable();
+        while let Some(c) = chars.next() {
+            match c {
+                '\\' if chars.peek() == Some(&' ') => word.push(chars.next().unwrap_or(' ')),
+                c if c.is_whitespace() => {
+                    if !word.is_empty() {
+                        out.push(PathBuf::from(std::mem::take(&mut word)));
+                    }
+                }
+                c => word.push(c),
+            }
+        }
+        if !word.is_empty() {
+            out.push(PathBuf::from(word));
+        }
+    }
+    out
 }
 
 /// Regular files below `repo/dir`, repository-relative; never follows symlinks, skips build,
@@ -276,6 +349,8 @@ pub struct LibraryBuild {
     /// The cache key it was built (or found) under.
     pub key: String,
     objects: Vec<Object>,
+    /// Every file the compiler read for it (sources and repository headers), sorted.
+    inputs: Vec<PathBuf>,
 }
 
 impl LibraryBuild {
@@ -292,6 +367,10 @@ pub struct LibraryCache {
     dir: PathBuf,
     /// Per key: the build, or the compiler's diagnostics when the library does not compile.
     builds: OnceMap<String, Result<Arc<LibraryBuild>, String>>,
+    /// How many sources a build compiles at once.
+    jobs: usize,
+    /// Per compiler command: its resolved path and version.
+    compilers: std::sync::Mutex<std::collections::HashMap<String, String>>,
 }
 
 impl LibraryCache {
@@ -313,7 +392,45 @@ impl LibraryCache {
         Ok(LibraryCache {
             dir,
             builds: OnceMap::default(),
+            jobs: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            compilers: Default::default(),
         })
+    }
+
+    /// Compiles up to `jobs` of a library's sources at once (at least one; by default as
+    /// many as there are cores).
+    pub fn with_jobs(mut self, jobs: usize) -> LibraryCache {
+        self.jobs = jobs.max(1);
+        self
+    }
+
+    /// The compiler `cxx` names: its resolved path and what `-dumpfullversion -dumpmachine`
+    /// says, asked once per process. The version is asked on the host, where the sandbox's
+    /// `/usr` comes from; it runs no code of the repository.
+    fn compiler_identity(&self, cxx: &str) -> String {
+        let mut known = self.compilers.lock().unwrap_or_else(|e| e.into_inner());
+        known
+            .entry(cxx.to_string())
+            .or_insert_with(|| {
+                let path = which(cxx).and_then(|p| p.canonicalize().ok());
+                let version = std::process::Command::new(path.as_deref().unwrap_or(Path::new(cxx)))
+                    .args(["-dumpfullversion", "-dumpmachine"])
+                    .output()
+                    .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+                    .unwrap_or_default();
+                format!(
+                    "{}\n{}",
+                    path.unwrap_or_else(|| cxx.into()).display(),
+                    version.trim()
+                )
+            })
+            .clone()
+    }
+
+    /// The files the last build of `recipe` read, as its dependency files listed them.
+    fn inputs_of(&self, recipe: &str) -> Option<Vec<PathBuf>> {
+        let text = std::fs::read_to_string(self.dir.join(format!("{recipe}.inputs"))).ok()?;
+        Some(text.lines().map(PathBuf::from).collect())
     }
 
     /// The default place: `$TMPDIR/clover-gtest-cache`.
@@ -334,21 +451,30 @@ impl LibraryCache {
             .repo
             .canonicalize()
             .map_err(|e| SandboxError::io("opening the repository", &project.repo, e))?;
-        let key = project.cache_key(&repo);
+        let objects = project.library_objects(&repo)?;
+        let recipe = project.recipe(&repo, &self.compiler_identity(&project.cxx), &objects);
+        // The key needs the files the build reads, which its last build listed; a recipe
+        // never built is keyed by itself until its build says what it read.
+        let key = match self.inputs_of(&recipe) {
+            Some(inputs) => build_key(&recipe, &repo, &inputs),
+            None => format!("{recipe}-unbuilt"),
+        };
         // A sandbox failure is no verdict on the sources: the key is forgotten and a later
         // call builds again.
         let built = self
             .builds
             .get_or_make(&key, || match self.load(&key) {
                 Some(b) => Ok(Ok(Arc::new(b))),
-                None => Ok(match self.build(sandbox, project, &repo, &key, limits)? {
-                    Ok(b) => {
-                        // A cache that cannot be written only costs a rebuild next time.
-                        let _ = self.store(&b);
-                        Ok(Arc::new(b))
-                    }
-                    Err(diag) => Err(diag),
-                }),
+                None => Ok(
+                    match self.build(sandbox, project, &repo, objects, &recipe, limits)? {
+                        Ok(b) => {
+                            // A cache that cannot be written only costs a rebuild next time.
+                            let _ = self.store(&b, &recipe);
+                            Ok(Arc::new(b))
+                        }
+                        Err(diag) => Err(diag),
+                    },
+                ),
             })
             .map_err(LibraryError::Sandbox)?;
         match built {
@@ -360,47 +486,63 @@ impl LibraryCache {
         }
     }
 
+    /// Compiles the library's objects in one sandboxed run, up to [`LibraryCache::jobs`]
+    /// at once: each object's command is a script of its own, and `xargs -P` runs them.
     fn build(
         &self,
         sandbox: &Sandbox,
         project: &CppProject,
         repo: &Path,
-        key: &str,
+        objects: Vec<(PathBuf, String)>,
+        recipe: &str,
         limits: &Limits,
     ) -> Result<Result<LibraryBuild, String>, SandboxError> {
-        let sources = project.library_sources(repo)?;
-        let objects: Vec<(PathBuf, String)> = sources
-            .into_iter()
-            .map(|s| {
-                let stem = s.to_string_lossy().replace('/', "__");
-                (s, stem)
-            })
-            .collect();
         if objects.is_empty() {
             return Ok(Ok(LibraryBuild {
-                key: key.to_string(),
+                key: build_key(recipe, repo, &[]),
                 objects: Vec::new(),
+                inputs: Vec::new(),
             }));
         }
-        let mut script = String::from("set -e\n");
-        for (src, stem) in &objects {
-            let obj = format!("{LIB_DIR}/{stem}.o");
-            script.push_str(&project.compile_library_object(src, &obj));
-            script.push('\n');
-        }
+        let job = |i: usize| Path::new(LIB_DIR).join(format!("job-{i}.sh"));
+        // A failed compile prints its own diagnostics whole, not interleaved with another's.
+        let files = objects
+            .iter()
+            .enumerate()
+            .map(|(i, (src, stem))| {
+                let log = format!("{LIB_DIR}/{stem}.log");
+                WriteFile {
+                    path: job(i),
+                    contents: format!(
+                        "if ! {} > {q} 2>&1; then cat {q} >&2; exit 1; fi\n",
+                        project.library_job(src, stem),
+                        q = sh_quote(&log)
+                    )
+                    .into_bytes(),
+                }
+            })
+            .collect();
+        let script = format!(
+            "seq 0 {} | xargs -P {} -I{{}} /bin/sh {LIB_DIR}/job-{{}}.sh",
+            objects.len() - 1,
+            self.jobs.min(objects.len())
+        );
         let mut spec = RunSpec::new(repo, ["/bin/sh", "-c", &script]);
         spec.env = project.env.clone();
+        spec.files = files;
         spec.writable_dirs = vec![BUILD_DIR.into(), LIB_DIR.into()];
         spec.limits = Limits {
             wall: Duration::from_secs(600).max(limits.wall),
             cpu_secs: 600.max(limits.cpu_secs),
+            // The CPU cap of one run would serialize the jobs again.
+            cpus: limits.cpus.max(self.jobs.min(objects.len()) as f64),
             ..limits.clone()
         };
         for (_, stem) in &objects {
-            spec.collect
-                .push(Path::new(LIB_DIR).join(format!("{stem}.o")));
-            spec.collect
-                .push(Path::new(LIB_DIR).join(format!("{stem}.gcno")));
+            for ext in ["o", "gcno", "d"] {
+                spec.collect
+                    .push(Path::new(LIB_DIR).join(format!("{stem}.{ext}")));
+            }
         }
         let out = sandbox.run(&spec)?;
         if !out.exit.success() {
@@ -412,10 +554,20 @@ impl LibraryCache {
         }
         let mut files = out.files.into_iter();
         let mut built = Vec::new();
+        let mut inputs = Vec::new();
         for (source, stem) in objects {
-            let (Some(o), Some(g)) = (files.next(), files.next()) else {
-                unreachable!("two collected files per object")
+            let (Some(o), Some(g), Some(d)) = (files.next(), files.next(), files.next()) else {
+                unreachable!("three collected files per object")
             };
+            match d.content.bytes() {
+                Some(text) => inputs.extend(depfile_inputs(&String::from_utf8_lossy(text))),
+                None => {
+                    return Ok(Err(format!(
+                        "the build of {} left no dependency file",
+                        source.display()
+                    )))
+                }
+            }
             match (o.content, g.content) {
                 (
                     Collected::Read {
@@ -440,9 +592,12 @@ impl LibraryCache {
                 }
             }
         }
+        inputs.sort();
+        inputs.dedup();
         Ok(Ok(LibraryBuild {
-            key: key.to_string(),
+            key: build_key(recipe, repo, &inputs),
             objects: built,
+            inputs,
         }))
     }
 
@@ -459,15 +614,23 @@ impl LibraryCache {
                 gcno: std::fs::read(dir.join(format!("{stem}.gcno"))).ok()?,
             });
         }
+        let inputs = std::fs::read_to_string(dir.join("inputs")).ok()?;
         Some(LibraryBuild {
             key: key.to_string(),
             objects,
+            inputs: inputs.lines().map(PathBuf::from).collect(),
         })
     }
 
     /// Writes a build to `<dir>/<key>/` through a temporary folder renamed at the end, so a
-    /// reader sees a whole build or none.
-    fn store(&self, b: &LibraryBuild) -> std::io::Result<()> {
+    /// reader sees a whole build or none; then the files it read to `<dir>/<recipe>.inputs`,
+    /// which keys the next lookup of the recipe.
+    fn store(&self, b: &LibraryBuild, recipe: &str) -> std::io::Result<()> {
+        let inputs: String = b
+            .inputs
+            .iter()
+            .map(|p| format!("{}\n", p.display()))
+            .collect();
         let tmp = self
             .dir
             .join(format!(".{}.{}.tmp", b.key, std::process::id()));
@@ -480,13 +643,19 @@ impl LibraryCache {
             writeln!(index, "{}\t{}", o.stem, o.source.display())?;
         }
         drop(index);
-        match std::fs::rename(&tmp, self.dir.join(&b.key)) {
-            Ok(()) => Ok(()),
-            Err(e) => {
-                let _ = std::fs::remove_dir_all(&tmp);
-                Err(e)
+        std::fs::write(tmp.join("inputs"), &inputs)?;
+        // Another process may have stored the same key first: its build is as good.
+        if let Err(e) = std::fs::rename(&tmp, self.dir.join(&b.key)) {
+            let _ = std::fs::remove_dir_all(&tmp);
+            if !self.dir.join(&b.key).is_dir() {
+                return Err(e);
             }
         }
+        let list = self
+            .dir
+            .join(format!(".{recipe}.{}.inputs", std::process::id()));
+        std::fs::write(&list, inputs)?;
+        std::fs::rename(&list, self.dir.join(format!("{recipe}.inputs")))
     }
 }
 
@@ -569,15 +738,19 @@ impl<'a> GtestRun<'a> {
         spec.argv.extend(run_args(&self.filter));
         spec.collect
             .extend(lib.objects.iter().map(|o| o.path("gcda")));
-        spec.collect.push(GTEST_XML.into());
+        spec.collect
+            .extend([GTEST_XML, CANDIDATE_GCNO, CANDIDATE_GCDA].map(PathBuf::from));
         let run = sandbox.run(&spec)?;
         if let Some(failed) = compile_error(&run) {
             return Ok(failed);
         }
+        let notes = whole_file(&run, CANDIDATE_GCNO);
         Measure {
             project: self.project,
+            test_file: &self.test_file,
             repo: &repo,
             lib: &lib,
+            notes: notes.as_deref(),
             limits: &self.limits,
         }
         .result(sandbox, run)
@@ -595,7 +768,8 @@ impl<'a> GtestRun<'a> {
         let (lib, repo) = self.library(sandbox, cache)?;
         let script = self.build_script(&lib);
         let mut spec = self.build_spec(&repo, &lib, script);
-        spec.collect.push(TEST_BINARY.into());
+        spec.collect
+            .extend([TEST_BINARY, CANDIDATE_GCNO].map(PathBuf::from));
         let run = sandbox.run(&spec)?;
         if let Some(failed) = compile_error(&run) {
             return Ok(Err(failed));
@@ -635,8 +809,10 @@ impl<'a> GtestRun<'a> {
         };
         Ok(Ok(TestBinary {
             project: self.project,
+            test_file: self.test_file.clone(),
             repo,
             lib,
+            notes: whole_file(&run, CANDIDATE_GCNO),
             binary,
         }))
     }
@@ -665,23 +841,45 @@ impl<'a> GtestRun<'a> {
                 .chain(p.cxxflags.iter().map(String::as_str))
                 .chain(flags.iter().map(String::as_str))
         };
-        let compile = sh_words(base().chain(["-c", &cand, "-o", CANDIDATE_OBJ]));
+        // The test file is instrumented too: code that exists only in headers it
+        // instantiates (a header-only template) is compiled nowhere else.
+        let compile =
+            sh_words(
+                base()
+                    .chain(COVERAGE_FLAGS)
+                    .chain(["-c", &cand, "-o", CANDIDATE_OBJ]),
+            );
         let objs: Vec<String> = lib
             .objects
             .iter()
             .map(|o| o.path("o").to_string_lossy().into_owned())
             .collect();
-        let libs: Vec<String> = p.link.iter().map(|l| format!("-l{l}")).collect();
-        let link = sh_words(
-            base()
-                .chain([CANDIDATE_OBJ])
-                .chain(objs.iter().map(String::as_str))
-                .chain(COVERAGE_FLAGS)
-                .chain(["-o", TEST_BINARY])
-                .chain(libs.iter().map(String::as_str)),
-        );
+        let link_with = |gtest_main: bool| {
+            let libs: Vec<String> = gtest_main
+                .then(|| format!("-l{GTEST_MAIN}"))
+                .into_iter()
+                .chain(
+                    p.link
+                        .iter()
+                        .filter(|l| *l != GTEST_MAIN)
+                        .map(|l| format!("-l{l}")),
+                )
+                .collect();
+            sh_words(
+                base()
+                    .chain([CANDIDATE_OBJ])
+                    .chain(objs.iter().map(String::as_str))
+                    .chain(COVERAGE_FLAGS)
+                    .chain(["-o", TEST_BINARY])
+                    .chain(libs.iter().map(String::as_str)),
+            )
+        };
+        // `gtest_main` brings a `main`: a test file that defines its own is linked without
+        // it, one that defines none always with it, whatever the manifest lists.
+        let (own, with_gtest_main) = (link_with(false), link_with(true));
         format!(
-            "if ! {{ {compile} && {link}; }} > {COMPILE_LOG} 2>&1; then : > {COMPILE_FAILED}; exit 1; fi"
+            "if ! {{ {compile} && if {DEFINES_MAIN}; then {own}; else {with_gtest_main}; fi; }} \
+             > {COMPILE_LOG} 2>&1; then : > {COMPILE_FAILED}; exit 1; fi"
         )
     }
 
@@ -743,8 +941,12 @@ fn compile_error(run: &RunOutput) -> Option<GtestResult> {
 #[derive(Debug)]
 pub struct TestBinary<'a> {
     project: &'a CppProject,
+    /// The test file: gcov reads it beside its notes.
+    test_file: WriteFile,
     repo: PathBuf,
     lib: Arc<LibraryBuild>,
+    /// The test file's coverage notes (`.gcno`).
+    notes: Option<Vec<u8>>,
     binary: Vec<u8>,
 }
 
@@ -767,15 +969,17 @@ impl TestBinary<'_> {
             contents: self.binary.clone(),
         }];
         spec.writable_dirs = vec![BUILD_DIR.into(), LIB_DIR.into(), OUT_DIR.into()];
-        spec.collect = vec![GTEST_XML.into()];
+        spec.collect = vec![GTEST_XML.into(), CANDIDATE_GCDA.into()];
         spec.collect
             .extend(self.lib.objects.iter().map(|o| o.path("gcda")));
         spec.limits = limits.clone();
         let run = sandbox.run(&spec)?;
         Measure {
             project: self.project,
+            test_file: &self.test_file,
             repo: &self.repo,
             lib: &self.lib,
+            notes: self.notes.as_deref(),
             limits,
         }
         .result(sandbox, run)
@@ -786,9 +990,25 @@ impl TestBinary<'_> {
 /// coverage of its counters.
 struct Measure<'a> {
     project: &'a CppProject,
+    /// The test file. Its own lines are not the library's; gcov needs its text all the same
+    /// (a candidate is not in the repository) to read the headers compiled into it.
+    test_file: &'a WriteFile,
     repo: &'a Path,
     lib: &'a LibraryBuild,
+    /// The test file's coverage notes, when its build left them.
+    notes: Option<&'a [u8]>,
     limits: &'a Limits,
+}
+
+/// A collected file read whole, or `None`.
+fn whole_file(run: &RunOutput, path: &str) -> Option<Vec<u8>> {
+    match run.file(path) {
+        Some(Collected::Read {
+            bytes,
+            truncated: false,
+        }) => Some(bytes.clone()),
+        _ => None,
+    }
 }
 
 impl Measure<'_> {
@@ -808,30 +1028,40 @@ impl Measure<'_> {
             _ => (None, None),
         };
         let (outcome, message) = judge(run.exit, run.limit_hit, tests.as_deref());
-        // Every library object linked into the binary writes its counters when the binary
-        // exits; a run that ended by itself without them lost its coverage, and says so.
+        // Every instrumented object linked into the binary (the library's, and the test
+        // file's) writes its counters when the binary exits; a run that ended by itself
+        // without them lost its coverage, and says so.
+        let instrumented: Vec<(PathBuf, &str)> = self
+            .lib
+            .objects
+            .iter()
+            .map(|o| (o.path("gcda"), o.stem.as_str()))
+            .chain(
+                self.notes
+                    .map(|_| (PathBuf::from(CANDIDATE_GCDA), "the test file")),
+            )
+            .collect();
         let mut gcda = Vec::new();
         let mut lost = Vec::new();
-        for o in &self.lib.objects {
-            let path = o.path("gcda");
-            match run.file(&path) {
+        for (path, name) in &instrumented {
+            match run.file(path) {
                 Some(Collected::Read {
                     bytes,
                     truncated: false,
-                }) => gcda.push((path, bytes.clone())),
-                Some(Collected::Read { .. }) => lost.push(format!("{} (over the cap)", o.stem)),
-                Some(Collected::Refused(why)) => lost.push(format!("{} (refused: {why})", o.stem)),
-                _ => lost.push(o.stem.clone()),
+                }) => gcda.push((path.clone(), bytes.clone())),
+                Some(Collected::Read { .. }) => lost.push(format!("{name} (over the cap)")),
+                Some(Collected::Refused(why)) => lost.push(format!("{name} (refused: {why})")),
+                _ => lost.push(name.to_string()),
             }
         }
         let ended_by_itself = run.limit_hit.is_none() && run.exit.code().is_some();
         // libgcov says on stderr why it could not write a file.
         let mut coverage_problem = (ended_by_itself && !lost.is_empty()).then(|| {
             format!(
-                "no counters (.gcda) from {} of {} library objects: {}; the binary's stderr \
-                 ends: {:?}",
+                "no counters (.gcda) from {} of {} instrumented objects: {}; the binary's \
+                 stderr ends: {:?}",
                 lost.len(),
-                self.lib.objects.len(),
+                instrumented.len(),
                 lost.join(", "),
                 run.stderr.tail(600)
             )
@@ -889,7 +1119,7 @@ impl Measure<'_> {
                 repo.into(),
                 "--cobertura".into(),
                 COVERAGE_XML.into(),
-                LIB_DIR.into(),
+                BUILD_DIR.into(),
             ],
         );
         spec.files = self
@@ -900,6 +1130,11 @@ impl Measure<'_> {
                 path: o.path("gcno"),
                 contents: o.gcno.clone(),
             })
+            .chain(self.notes.map(|n| WriteFile {
+                path: CANDIDATE_GCNO.into(),
+                contents: n.to_vec(),
+            }))
+            .chain(self.notes.map(|_| self.test_file.clone()))
             .chain(
                 gcda.into_iter()
                     .map(|(path, contents)| WriteFile { path, contents }),
@@ -934,9 +1169,18 @@ impl Measure<'_> {
             .iter()
             .map(PathBuf::as_path)
             .collect();
+        // The library's files, wherever they were compiled (a header instantiated by the
+        // test counts); not the test file, other tests, GoogleTest's or the system's headers.
+        let tests = clover_manifest::PathGlobs::new(&self.project.test_globs).ok();
         cov.retain(|f| {
-            dirs.iter()
-                .any(|d| *d == Path::new(".") || Path::new(&f.path).starts_with(d))
+            let path = Path::new(&f.path);
+            path != self.test_file.path
+                && !tests.as_ref().is_some_and(|t| t.is_match(&f.path))
+                && path.is_relative()
+                && !f.path.starts_with("..")
+                && dirs
+                    .iter()
+                    .any(|d| *d == Path::new(".") || path.starts_with(d))
         });
         Ok(Ok(cov))
     }
@@ -1054,18 +1298,76 @@ mod tests {
         let lib = LibraryBuild {
             key: String::new(),
             objects: Vec::new(),
+            inputs: Vec::new(),
         };
         let script = run.build_script(&lib);
         assert!(
             script.contains("'--coverage' '-fprofile-update=atomic' '-o'"),
             "{script}"
         );
-        let k1 = project.cache_key(dir.path());
-        std::fs::write(dir.path().join("src/c.h"), "#define X 1\n").unwrap();
+    }
+
+    /// The key is the recipe (compiler, every command line, so every flag and object) and the
+    /// contents of the files the compiler read; nothing else under the folders counts.
+    #[test]
+    fn the_cache_key_is_what_goes_into_the_build() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = dir.path();
+        for f in ["src/a.cc", "src/a.h", "src/tool.cc"] {
+            let p = repo.join(f);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, f).unwrap();
+        }
+        let project = CppProject {
+            repo: repo.into(),
+            cxx: "g++".into(),
+            cxxflags: vec!["-O0".into()],
+            include_dirs: vec![".".into()],
+            source_dirs: vec!["src".into()],
+            test_globs: vec![],
+            excludes: vec![],
+            link: vec![],
+            env: vec![],
+        };
+        let recipe = |p: &CppProject, compiler: &str| {
+            p.recipe(repo, compiler, &p.library_objects(repo).unwrap())
+        };
+        let inputs = [PathBuf::from("src/a.cc"), "src/a.h".into()];
+        let key = |p: &CppProject| build_key(&recipe(p, "g++ 12"), repo, &inputs);
+        let k1 = key(&project);
+        std::fs::write(repo.join("src/stray.tmp"), "x").unwrap();
+        std::fs::write(repo.join("notes.h"), "x").unwrap();
+        assert_eq!(k1, key(&project), "a file no compile reads is no change");
+        std::fs::write(repo.join("src/a.h"), "#define X 1\n").unwrap();
+        let k2 = key(&project);
+        assert_ne!(k1, k2, "an included header's change is a new key");
+        let excluded = CppProject {
+            excludes: vec!["tool.cc".into()],
+            ..project.clone()
+        };
+        assert_ne!(k2, key(&excluded), "an exclude changes the objects");
+        let flagged = CppProject {
+            cxxflags: vec!["-O1".into()],
+            ..project.clone()
+        };
+        assert_ne!(k2, key(&flagged), "a flag is part of the recipe");
         assert_ne!(
-            k1,
-            project.cache_key(dir.path()),
-            "a header change is a new key"
+            recipe(&project, "g++ 12"),
+            recipe(&project, "g++ 13"),
+            "so is the compiler"
+        );
+    }
+
+    #[test]
+    fn dependency_files_list_every_input() {
+        let d = "src__a.cc.o: src/a.cc src/a.h \\\n  src/sub\\ dir/b.h\n\nsrc/a.h:\n";
+        assert_eq!(
+            depfile_inputs(d),
+            vec![
+                PathBuf::from("src/a.cc"),
+                "src/a.h".into(),
+                "src/sub dir/b.h".into()
+            ]
         );
     }
 }

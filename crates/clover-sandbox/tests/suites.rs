@@ -336,8 +336,131 @@ fn cpp_fixture_tests_same_bare_and_sandboxed() {
             "tests/tokenizer_unittest.cc",
             "tests/histogram_unittest.cc",
             "tests/orphan_test.cc",
+            "tests/small_vector_test.cc",
         ],
     );
+}
+
+/// `gtest_main` is linked exactly when the test file defines no `main`: a manifest that
+/// leaves it out still runs tests without one (they failed with `undefined reference to
+/// 'main'`), and a file with its own `main` runs that one (small_vector_test checks it).
+#[test]
+fn gtest_main_is_linked_when_the_test_file_has_no_main() {
+    let Some(()) = cpp_ready() else { return };
+    let Some(sb) = sandbox() else { return };
+    let project = CppProject {
+        link: vec!["gtest".into(), "pthread".into()],
+        ..cpp_fixture()
+    };
+    let (_dir, cache, limits) = cpp_cache();
+    for test in ["tests/histogram_unittest.cc", "tests/small_vector_test.cc"] {
+        let r = gtest_of(&project, test, &limits).run(&sb, &cache).unwrap();
+        assert_eq!(r.outcome, Outcome::Passed, "{test}: {:?}", r.message);
+    }
+}
+
+/// The library cache is keyed on what goes into the build: a stray file below the sources
+/// finds the stored build (in a new process too), a header a source includes builds anew.
+/// Built one source at a time or all at once, the library has the same objects.
+#[test]
+fn the_library_cache_rebuilds_for_what_the_build_reads() {
+    let Some(()) = cpp_ready() else { return };
+    let Some(sb) = sandbox() else { return };
+    let copy = copy_of(&clover_testkit::fixture("cpp"));
+    let project = CppProject {
+        repo: copy.path().into(),
+        ..cpp_fixture()
+    };
+    let (dir, cache, limits) = cpp_cache();
+    let builds = || {
+        std::fs::read_dir(dir.path())
+            .unwrap()
+            .flatten()
+            .filter(|e| e.path().is_dir())
+            .count()
+    };
+    let first = cache.library(&sb, &project, &limits).unwrap();
+    assert_eq!(builds(), 1);
+    std::fs::write(copy.path().join("src/scratch.tmp"), "x").unwrap();
+    let fresh = || LibraryCache::new(dir.path()).unwrap();
+    let again = fresh().library(&sb, &project, &limits).unwrap();
+    assert_eq!(
+        (&first.key, builds()),
+        (&again.key, 1),
+        "a stray file rebuilt"
+    );
+    let header = copy.path().join("src/histogram.h");
+    let mut text = std::fs::read_to_string(&header).unwrap();
+    text.push_str("// changed\n");
+    std::fs::write(&header, text).unwrap();
+    let changed = fresh().library(&sb, &project, &limits).unwrap();
+    assert_ne!(first.key, changed.key, "an included header changed");
+    assert_eq!(builds(), 2);
+
+    let serial_dir = tempfile::tempdir().unwrap();
+    let serial = LibraryCache::new(serial_dir.path())
+        .unwrap()
+        .with_jobs(1)
+        .library(&sb, &project, &limits)
+        .unwrap();
+    let sources = |b: &clover_sandbox::gtest::LibraryBuild| -> Vec<PathBuf> {
+        b.sources().map(Path::to_path_buf).collect()
+    };
+    assert_eq!(sources(&serial), sources(&changed));
+    assert_eq!(serial.key, changed.key, "the same recipe and inputs");
+}
+
+/// A header-only template is compiled only into the test that instantiates it: the test file
+/// is instrumented too, and the header's lines are measured, the test file's own are not.
+#[test]
+fn a_header_only_source_is_measured_where_the_test_compiles_it() {
+    let Some(()) = cpp_ready() else { return };
+    let Some(sb) = sandbox() else { return };
+    let project = cpp_fixture();
+    let (_dir, cache, limits) = cpp_cache();
+    let binary = gtest_of(&project, "tests/small_vector_test.cc", &limits)
+        .build(&sb, &cache)
+        .unwrap()
+        .expect("the fixture's test builds");
+    let covered = |r: &clover_sandbox::gtest::GtestResult, path: &str| -> Vec<u32> {
+        r.coverage
+            .iter()
+            .find(|f| f.path == path)
+            .map(|f| f.lines.iter().collect())
+            .unwrap_or_default()
+    };
+    let all = binary.run(&sb, &[], &limits).unwrap();
+    assert_eq!(
+        (all.outcome, &all.coverage_problem),
+        (Outcome::Passed, &None),
+        "{:?}",
+        all.message
+    );
+    // Grow's body (67-76) and Erase's loop (55-60) run in the whole file.
+    let lines = covered(&all, "src/small_vector.h");
+    assert!([56, 68, 75].iter().all(|l| lines.contains(l)), "{lines:?}");
+    let paths: Vec<&str> = all.coverage.iter().map(|f| f.path.as_str()).collect();
+    assert!(
+        paths.iter().all(|p| p.starts_with("src/")),
+        "only the library's files: {paths:?}"
+    );
+    // A candidate compiled and run at once is measured the same way, also under a name the
+    // repository does not hold (gcov reads the test file's text to find the header's lines).
+    let mut candidate = gtest_of(&project, "tests/small_vector_test.cc", &limits);
+    candidate.test_file.path = "tests/tmp_cand_0_test.cc".into();
+    let once = candidate.run(&sb, &cache).unwrap();
+    assert_eq!(
+        covered(&once, "src/small_vector.h"),
+        covered(&all, "src/small_vector.h"),
+        "{:?}",
+        once.message
+    );
+    // A run of one TEST counts its own instantiations only.
+    let only = binary
+        .run(&sb, &["SmallVectorTest.AtChecksTheIndex".into()], &limits)
+        .unwrap();
+    let lines = covered(&only, "src/small_vector.h");
+    assert!(lines.contains(&39) && !lines.contains(&68), "{lines:?}");
 }
 
 /// A test file built once ([`GtestRun::build`]) and run test by test: each run counts only
@@ -415,7 +538,7 @@ fn a_run_that_loses_its_counters_says_so() {
     assert_eq!(r.outcome, Outcome::Passed, "{:?}", r.message);
     let why = r.coverage_problem.as_deref().unwrap_or_default();
     assert!(
-        why.starts_with("no counters (.gcda) from 1 of 3 library objects: src__histogram.cc"),
+        why.starts_with("no counters (.gcda) from 1 of 4 instrumented objects: src__histogram.cc"),
         "{why}"
     );
     assert_eq!(r.message.as_deref(), Some(why));
