@@ -12,7 +12,6 @@
 //! test_globs = ["test_*.py", "*_test.py"]
 //! excludes = ["tests/slow/**", "benchmarks"]   # see PathGlobs: a name, or a path with `/`
 //! python = ".venv/bin/python"     # relative to the repository, or absolute
-//! setup = ["pip install -e ."]
 //! timeout_secs = 60
 //! memory_mb = 2048
 //!
@@ -26,6 +25,10 @@
 //!
 //! Left out, `source_dirs` and `test_dirs` are detected ([`RepoConfig::detect`]): for Python
 //! the distribution's own packages, from its packaging files when they say.
+//!
+//! There is no `setup` key: every stage runs in a throwaway view of the repository without
+//! network, so a command run there could neither install nor leave a file behind. Prepare a
+//! repository (install it, generate headers) before clover reads it.
 //!
 //! This crate only reads and checks configuration; it runs nothing and installs nothing.
 
@@ -114,7 +117,6 @@ pub struct RepoConfig {
     pub excludes: Vec<String>,
     /// The Python interpreter, absolute; `None` means `python3` from `PATH`.
     pub python: Option<PathBuf>,
-    pub setup: Vec<String>,
     pub env: BTreeMap<String, String>,
     /// Relative to `root`.
     pub include_dirs: Vec<PathBuf>,
@@ -157,8 +159,6 @@ struct RawRepo {
     #[serde(default)]
     excludes: Vec<String>,
     python: Option<PathBuf>,
-    #[serde(default)]
-    setup: Vec<String>,
     #[serde(default)]
     env: BTreeMap<String, String>,
     include_dirs: Option<Vec<PathBuf>>,
@@ -258,7 +258,6 @@ impl Manifest {
                 include_dirs: r.include_dirs.unwrap_or(detected.include_dirs),
                 language: detected.language,
                 excludes: r.excludes,
-                setup: r.setup,
                 env: r.env,
                 cxx: r.cxx.unwrap_or_else(|| "g++".into()),
                 cxxflags: r.cxxflags,
@@ -339,7 +338,6 @@ impl RepoConfig {
             include_dirs: layout.include_dirs,
             python: layout.python,
             excludes: Vec::new(),
-            setup: Vec::new(),
             env: BTreeMap::new(),
             cxx: "g++".into(),
             cxxflags: vec!["-std=c++17".into()],

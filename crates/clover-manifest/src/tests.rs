@@ -13,6 +13,19 @@ fn parse_err(text: &str) -> String {
     Manifest::parse(text, &path).unwrap_err().to_string()
 }
 
+/// No stage could run a `setup` command usefully (throwaway views, no network, a repository
+/// never written), so the key is refused rather than accepted and ignored.
+#[test]
+fn setup_is_not_a_key() {
+    let path = PathBuf::from("/nonexistent/clover.toml");
+    let text = "[[repo]]\nname = \"x\"\nlanguage = \"python\"\nsetup = [\"pip install -e .\"]\n";
+    let e = Manifest::parse(text, &path).unwrap_err().to_string();
+    assert!(
+        e.contains("unknown field `setup`") && e.contains("line 4"),
+        "{e}"
+    );
+}
+
 #[test]
 fn reads_a_full_manifest() {
     let dir = tempfile::tempdir().unwrap();
@@ -27,7 +40,6 @@ source_dirs = ["src/ledger"]
 test_dirs = ["tests"]
 excludes = ["tests/slow/**"]
 python = ".venv/bin/python"
-setup = ["pip install -e ."]
 timeout_secs = 30
 memory_mb = 512
 [repo.env]
