@@ -1,7 +1,6 @@
 //! The stage loop: instances in, responses out, in input order, with bounded concurrency.
 
 use std::collections::BTreeMap;
-use std::io::IsTerminal;
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::Instant;
 
@@ -142,7 +141,8 @@ pub fn generate(
 ) -> anyhow::Result<Summary> {
     let concurrency = concurrency.max(1);
     let window = (concurrency * 4) as u64;
-    let progress = std::io::stderr().is_terminal();
+    // Reads run ahead of the answers by the window: progress is the responses written.
+    io.progress_on_writes();
     let mut summary = Summary::default();
     std::thread::scope(|scope| {
         let (job_tx, job_rx) = mpsc::sync_channel::<(u64, Instance)>(window as usize);
@@ -193,13 +193,10 @@ pub fn generate(
                     summary.errors += 1;
                 }
                 summary.over_max_context += u64::from(response.generation.skipped.is_some());
-                io.writer.write(&response)?;
+                io.write(&response)?;
                 if fatal && fatal_from_start == written {
                     fatal_from_start += 1;
                     if fatal_from_start == STOP_AFTER_FAILURES {
-                        if progress {
-                            eprintln!();
-                        }
                         return Err(GenerateError::ServerUnusable {
                             count: STOP_AFTER_FAILURES,
                             first: response.error.unwrap_or_default(),
@@ -209,16 +206,7 @@ pub fn generate(
                 }
                 written += 1;
                 summary.written += 1;
-                if progress {
-                    eprint!(
-                        "\rclover-generate: {} responses ({} errors)",
-                        summary.written, summary.errors
-                    );
-                }
             }
-        }
-        if progress {
-            eprintln!();
         }
         anyhow::Ok(())
     })?;

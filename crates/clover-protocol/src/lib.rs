@@ -25,6 +25,7 @@
 mod chunks;
 mod jsonl;
 mod lines;
+mod progress;
 mod records;
 mod shard;
 mod stage;
@@ -42,5 +43,6 @@ pub use records::{
     RepoRef, Response, RunResult, ScoreRow, SftExample, Span, Target, TargetKind, Task, TestCase,
     TestOutcome, TokenUsage, UniqueBlock, SCHEMA_VERSION, SKIPPED_OVER_MAX_CONTEXT,
 };
+pub use progress::{count_records, Progress};
 pub use shard::{fnv1a64, Shard};
 pub use stage::{exit, finish_main, BadRecords, OnError, StageArgs, StageIo, Stopped, Usage};

@@ -5,8 +5,10 @@ use std::collections::HashSet;
 use std::io;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use crate::jsonl::{RecordError, RecordReader, RecordWriter, DEFAULT_MAX_LINE_BYTES};
+use crate::progress::Progress;
 use crate::records::Record;
 use crate::shard::Shard;
 
@@ -56,6 +58,10 @@ pub struct StageArgs {
     /// Reject input lines longer than this many bytes.
     #[arg(long, default_value_t = DEFAULT_MAX_LINE_BYTES, value_name = "BYTES")]
     pub max_line_bytes: usize,
+    /// When stderr is not a terminal, a progress line every SECS seconds (0: none); on a
+    /// terminal a progress bar instead.
+    #[arg(long, default_value_t = 30.0, value_name = "SECS")]
+    pub progress_every: f64,
 }
 
 /// A bad record made the stage stop (`--on-error stop`).
@@ -87,6 +93,9 @@ pub struct StageIo {
     shard: Option<Shard>,
     on_error: OnError,
     bad: BadRecords,
+    progress: Progress,
+    /// Whether progress counts records written ([`StageIo::write`]) rather than read.
+    progress_on_writes: bool,
 }
 
 /// Bad records reported on stderr and counted. A file of the wrong kind (an instances file
@@ -127,6 +136,13 @@ impl StageIo {
     /// Opens the input and output that `args` name. `tool` prefixes diagnostics.
     pub fn open(tool: &str, args: &StageArgs) -> io::Result<Self> {
         let reader = RecordReader::open(args.input.as_deref(), args.max_line_bytes)?;
+        let total = args.input.as_deref().and_then(crate::progress::count_records);
+        let every = Duration::try_from_secs_f64(args.progress_every).map_err(|_| {
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "--progress-every takes a number of seconds, 0 or more",
+            )
+        })?;
         let (writer, done) = match &args.output {
             Some(path) => RecordWriter::create(path, args.resume)?,
             None => (RecordWriter::stdout(), HashSet::new()),
@@ -139,14 +155,36 @@ impl StageIo {
             shard: args.shard,
             on_error: args.on_error,
             bad: BadRecords::default(),
+            progress: Progress::new(tool, total, every),
+            progress_on_writes: false,
         })
+    }
+
+    /// Counts progress by the records written through [`StageIo::write`] instead of those
+    /// read: for a stage that writes one record per input record and reads ahead of its
+    /// work (a window of runs in flight), so the count says what is done.
+    pub fn progress_on_writes(&mut self) {
+        self.progress_on_writes = true;
+    }
+
+    /// Writes `record` to the output (and counts it, see [`StageIo::progress_on_writes`]).
+    pub fn write<R: Record>(&mut self, record: &R) -> io::Result<()> {
+        self.writer.write(record)?;
+        if self.progress_on_writes {
+            self.progress.advance(1);
+        }
+        Ok(())
     }
 
     /// The next record of this shard (by [`Record::shard_key`]), with its line number. Bad records are reported and
     /// skipped, or end the stage with [`Stopped`], as the error policy says.
     pub fn next_record<T: Record>(&mut self) -> anyhow::Result<Option<(u64, T)>> {
         loop {
-            match self.reader.next_record::<T>() {
+            let next = self.reader.next_record::<T>();
+            if next.is_some() && !self.progress_on_writes {
+                self.progress.advance(1);
+            }
+            match next {
                 None => return Ok(None),
                 Some(Ok((line, record))) => {
                     if self.shard.is_some_and(|s| !s.contains(&record.shard_key())) {
@@ -214,7 +252,8 @@ impl StageIo {
     }
 
     /// Finishes the output and returns the exit code the stage ends with.
-    pub fn finish(self) -> io::Result<u8> {
+    pub fn finish(mut self) -> io::Result<u8> {
+        self.progress.finish();
         self.writer.finish()?;
         self.bad.summarize(&self.tool);
         Ok(if self.bad.count > 0 {

@@ -20,7 +20,6 @@
 //! (`clover_sandbox::pytest::judge`, the GoogleTest runner), and metrics are score's.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -541,7 +540,8 @@ pub fn run_responses(
 ) -> anyhow::Result<Summary> {
     let jobs = jobs.max(1);
     let window = (jobs * 4) as u64;
-    let progress = std::io::stderr().is_terminal();
+    // Reads run ahead of the runs by the window: progress is the results written.
+    io.progress_on_writes();
     let mut summary = Summary::default();
     type Done = (u64, u64, String, Result<RunResult, ResponseError>);
     std::thread::scope(|scope| {
@@ -614,7 +614,7 @@ pub fn run_responses(
                                 .outcomes
                                 .entry(outcome_name(result.outcome))
                                 .or_default() += 1;
-                            io.writer.write(&result)?;
+                            io.write(&result)?;
                             summary.written += 1;
                         }
                         Err(e) if e.is_fatal() => {
@@ -628,12 +628,6 @@ pub fn run_responses(
                             }
                         }
                     }
-                    if progress {
-                        eprint!(
-                            "\rclover-sandbox-run: {} results, {} errors",
-                            summary.written, summary.failed
-                        );
-                    }
                 }
             }
         })();
@@ -646,9 +640,6 @@ pub fn run_responses(
             .try_recv()
             .is_ok()
         {}
-        if progress {
-            eprintln!();
-        }
         result
     })?;
     Ok(summary)

@@ -551,3 +551,95 @@ fn a_repository_that_cannot_be_opened_is_bad_usage() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// A batch log (stderr not a terminal) gets a progress line every --progress-every seconds:
+/// records done of the input's total, the rate and the time left.
+#[test]
+fn a_batch_log_shows_progress_with_total_rate_and_eta() {
+    let Some(py) = ready() else { return };
+    let repo = clover_testkit::fixture("python");
+    let test = "def test_ok():\n    assert True\n";
+    let responses: Vec<Response> = (1..=4)
+        .map(|i| {
+            response(
+                &format!("p{i}"),
+                "pyfix",
+                Language::Python,
+                "tests/test_p.py",
+                &fenced("python", test),
+            )
+        })
+        .collect();
+    let args = [
+        "--repo",
+        repo.to_str().unwrap(),
+        "--python",
+        py.to_str().unwrap(),
+        "--jobs",
+        "1",
+        "--progress-every",
+        "0.000001",
+    ];
+    let (results, code, stderr) = run_stage(&responses, &args);
+    assert_eq!((code, results.len()), (0, 4), "{stderr}");
+    let lines: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("clover-sandbox-run: progress: "))
+        .collect();
+    assert!(!lines.is_empty(), "{stderr}");
+    assert!(
+        lines
+            .iter()
+            .all(|l| l.contains("/4 records (") && l.contains("/s, ETA ")),
+        "{lines:?}"
+    );
+    let (_, _, stderr) = run_stage(
+        &responses,
+        &[&args[..6], &["--progress-every", "0"]].concat(),
+    );
+    assert!(
+        !stderr.contains("progress:"),
+        "0 turns the lines off: {stderr}"
+    );
+}
+
+/// On a terminal (a pseudo-terminal made by `script`) the stage draws a bar with the records
+/// done of the total, the rate and the time left, counted by results written.
+#[test]
+fn a_terminal_shows_a_progress_bar() {
+    let Some(py) = ready() else { return };
+    let repo = clover_testkit::fixture("python");
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.jsonl");
+    let text: String = (1..=3)
+        .map(|i| {
+            let r = response(
+                &format!("t{i}"),
+                "pyfix",
+                Language::Python,
+                "tests/test_t.py",
+                &fenced("python", "def test_ok():\n    assert True\n"),
+            );
+            serde_json::to_string(&r).unwrap() + "\n"
+        })
+        .collect();
+    std::fs::write(&input, text).unwrap();
+    let command = format!(
+        "{} {} -o {} --repo {} --python {} --jobs 1",
+        env!("CARGO_BIN_EXE_clover-sandbox-run"),
+        input.display(),
+        dir.path().join("out.jsonl").display(),
+        repo.display(),
+        py.display()
+    );
+    let out = Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .output()
+        .expect("script (util-linux) runs");
+    let screen = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{screen}");
+    assert!(
+        screen.contains("3/3 records") && screen.contains("ETA"),
+        "{screen}"
+    );
+}
