@@ -4,6 +4,7 @@ mod bad_input;
 mod cpp_pipeline;
 mod determinism;
 mod examples;
+mod max_context;
 mod pack_data;
 mod pipeline;
 mod resume;
