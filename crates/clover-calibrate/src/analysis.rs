@@ -222,16 +222,82 @@ pub struct Definition {
     pub body_end: u32,
 }
 
+/// The syntax tree of a Python source; `None` if tree-sitter cannot parse at all.
+fn parse_python(source: &str) -> Option<tree_sitter::Tree> {
+    let mut parser = tree_sitter::Parser::new();
+    parser
+        .set_language(&tree_sitter_python::LANGUAGE.into())
+        .ok()?;
+    parser.parse(source, None)
+}
+
+/// The lines of `source` that run when the module is imported, whatever test imports it:
+/// module-level statements, class bodies, decorators and the header of every `def` (its
+/// defaults included), but no function body. Importing alone covers them, so they are never
+/// offered as a unique block: an empty test run where a candidate runs (a fresh process, as in
+/// sandbox-run) covers them too. A function body that runs at import (a registration helper
+/// called at module level) is not seen here.
+pub fn import_time_lines(source: &str) -> LineRanges {
+    let Some(tree) = parse_python(source) else {
+        return LineRanges::new();
+    };
+    let mut lines = Vec::new();
+    import_time_of(tree.root_node(), &mut lines);
+    LineRanges::from_lines(lines)
+}
+
+fn import_time_of(node: tree_sitter::Node, lines: &mut Vec<u32>) {
+    let rows = |from: usize, to: usize, lines: &mut Vec<u32>| {
+        lines.extend((from..=to).map(|r| r as u32 + 1));
+    };
+    let start = node.start_position().row;
+    match node.kind() {
+        "function_definition" => {
+            // The header runs at import; the body when called. A body on the header's own
+            // line (`def f(): return 1`) counts as the header.
+            let header_end = node.child_by_field_name("body").map_or(start, |b| {
+                b.start_position().row.saturating_sub(1).max(start)
+            });
+            rows(start, header_end, lines);
+        }
+        "class_definition" => {
+            let body = node.child_by_field_name("body");
+            let header_end = body.map_or(start, |b| {
+                b.start_position().row.saturating_sub(1).max(start)
+            });
+            rows(start, header_end, lines);
+            if let Some(body) = body {
+                import_time_of(body, lines);
+            }
+        }
+        _ if !holds_definition(node) => rows(start, node.end_position().row, lines),
+        _ => {
+            // A compound statement holding a definition (`if TYPE_CHECKING:`, `try:`): its own
+            // line, and its children by their kind.
+            if node.kind() != "module" && node.kind() != "block" {
+                lines.push(start as u32 + 1);
+            }
+            let mut cursor = node.walk();
+            for child in node.named_children(&mut cursor) {
+                import_time_of(child, lines);
+            }
+        }
+    }
+}
+
+/// Whether a function or class is defined anywhere below `node`.
+fn holds_definition(node: tree_sitter::Node) -> bool {
+    if matches!(node.kind(), "function_definition" | "class_definition") {
+        return true;
+    }
+    let mut cursor = node.walk();
+    let found = node.named_children(&mut cursor).any(holds_definition);
+    found
+}
+
 /// The top-level classes and functions of a Python source, found with tree-sitter.
 pub fn definitions(source: &str) -> Vec<Definition> {
-    let mut parser = tree_sitter::Parser::new();
-    if parser
-        .set_language(&tree_sitter_python::LANGUAGE.into())
-        .is_err()
-    {
-        return Vec::new();
-    }
-    let Some(tree) = parser.parse(source, None) else {
+    let Some(tree) = parse_python(source) else {
         return Vec::new();
     };
     let root = tree.root_node();
@@ -469,6 +535,42 @@ class Ledger:
 def unused():
     return 1
 ";
+
+    #[test]
+    fn import_time_lines_leave_function_bodies_out() {
+        let src = "\
+import os
+HANDLERS = {}
+
+
+def register(name,
+             default=os.sep):
+    def wrap(f):
+        return f
+    return wrap
+
+
+@register(
+    \"a\")
+class Handler:
+    kind = \"a\"
+
+    def handle(self):
+        return self.kind
+
+
+if os.name:
+    def fast(): return 1
+ORDER = [
+    \"a\",
+]
+";
+        let got: Vec<u32> = import_time_lines(src).iter().collect();
+        assert_eq!(
+            got,
+            vec![1, 2, 5, 6, 12, 13, 14, 15, 17, 21, 22, 23, 24, 25]
+        );
+    }
 
     #[test]
     fn finds_top_level_definitions_with_decorators_and_bodies() {

@@ -92,10 +92,15 @@ pub fn parse(
             let lines = lines.as_array().ok_or_else(|| {
                 ReportError(format!("file {name}: context {context} holds no lines"))
             })?;
-            per_test
-                .entry(test)
-                .or_default()
-                .extend(lines.iter().filter_map(Value::as_u64).map(|l| l as u32));
+            // coverage.py records line 0 for a module whose code starts running in a test (the
+            // module is first imported there): no line of the file, and not a valid range.
+            per_test.entry(test).or_default().extend(
+                lines
+                    .iter()
+                    .filter_map(Value::as_u64)
+                    .filter(|&l| l > 0)
+                    .map(|l| l as u32),
+            );
         }
         for (test, lines) in per_test {
             out.by_test
@@ -137,7 +142,7 @@ mod tests {
     fn parses_a_report() {
         let json = br#"{"files": {
             "src/pkg/m.py": {"executable": [1, 2, 5, 6, 8], "contexts": {"": [1, 2],
-                "tests/t.py::test_a|run": [5], "tests/t.py::test_b[x]|run": [5],
+                "tests/t.py::test_a|run": [0, 5], "tests/t.py::test_b[x]|run": [5],
                 "tests/t.py::test_b[y]|setup": [6]}},
             "tests/t.py": {"executable": [1], "contexts": {"": [1]}}}}"#;
         let cov = parse(json, |p| p.starts_with("src/").then(|| p.to_string())).unwrap();

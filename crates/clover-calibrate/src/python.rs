@@ -585,6 +585,13 @@ pub fn calibrate_group_noted(
         .iter()
         .map(|(p, text)| (p.as_str(), analysis::definitions(text)))
         .collect();
+    // Lines any import runs: a test that imports a module first (inside its body) has them in
+    // its lines, but an empty test covers them as soon as it imports the module in a fresh
+    // process (as sandbox-run runs a candidate), so they are no block's.
+    let import_time: CoverageMap = texts
+        .iter()
+        .map(|(p, text)| (p.clone(), analysis::import_time_lines(text)))
+        .collect();
     // What the benchmark takes from problem `i` as run `r` saw it (with its peers of the same
     // run): its tiers, unique blocks and targets.
     let used = |i: usize, r: usize| -> Used {
@@ -595,9 +602,10 @@ pub fn calibrate_group_noted(
             .filter(|(j, _)| *j != i)
             .map(|(_, obs)| &obs.get(r).unwrap_or(&obs[0]).base)
             .collect();
+        let block_peers: Vec<&CoverageMap> = peers.iter().copied().chain([&import_time]).collect();
         Used {
             tiers: analysis::tiers(&sources, &o.base, &o.empty, &peers),
-            unique_blocks: analysis::unique_blocks(&o.base, &peers, &executable, |p| {
+            unique_blocks: analysis::unique_blocks(&o.base, &block_peers, &executable, |p| {
                 texts.get(p).cloned()
             }),
             targets: analysis::targets(

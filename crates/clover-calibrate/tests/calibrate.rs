@@ -745,3 +745,32 @@ fn a_cpp_test_whose_thread_varies_outside_the_focal_file_is_kept() {
     );
     assert_eq!(summary["noisy"]["kept_lines_vary"], 1, "{summary}");
 }
+
+/// A module imported first inside a test puts its import-time lines (module level, decorators,
+/// `def` lines) in that test's lines alone; an empty test that imports it covers them too, so
+/// they are offered as no unique block. (The body of a function called at import, here
+/// `register`'s one line, is not known to run at import: it is kept short so as not to make a
+/// block of its own.)
+#[test]
+fn lines_any_import_runs_make_no_unique_block() {
+    let problems = pyedge("test_registry.py");
+    assert_eq!(problems.len(), 2);
+    let Some((records, stderr, _)) = calibrate_pyedge(&problems, 1) else {
+        return;
+    };
+    let r = &records["pyedge/tests/test_registry.py::test_registry_imported_in_the_test"];
+    assert!(r.exclusion.is_none(), "{:?} {stderr}", r.exclusion);
+    // The test did run the module's import-time lines...
+    let registry: Vec<u32> = r
+        .base
+        .iter()
+        .find(|f| f.path == "src/b/registry.py")
+        .map(|f| f.lines.iter().collect())
+        .unwrap_or_default();
+    assert!(
+        registry.contains(&1) && registry.contains(&21),
+        "{registry:?}"
+    );
+    // ...and none of them is offered as a block.
+    assert_eq!(r.unique_blocks, vec![], "{:?}", r.unique_blocks);
+}
