@@ -969,29 +969,42 @@ pub(crate) fn new_netns() -> io::Result<OwnedFd> {
 /// FIN_WAIT, LAST_ACK): one left on a port would make the next run's `bind` of that port
 /// fail. Read on the calling thread, which goes back to its own namespace at once.
 ///
-/// The last packets of the run's connections may still be on their way through `lo` when
-/// its processes are gone, so a namespace with sockets is looked at again a few times, a
-/// millisecond apart, before it is called taken: only TIME_WAIT lasts.
+/// The namespace's own counters in `sockstat` say it (`inuse` counts every hashed socket,
+/// orphans included; `tw` the TIME_WAIT ones); `/proc/net/tcp` would too, but reading it
+/// walks the host's whole connection table, a millisecond of CPU per run. The last packets of
+/// the run's connections may still be on their way through `lo` when its processes are gone,
+/// so a namespace with sockets is looked at again a few times, a millisecond apart, before it
+/// is called taken: only TIME_WAIT lasts.
 pub(crate) fn netns_is_empty(fd: RawFd) -> io::Result<bool> {
     let own = std::fs::File::open("/proc/thread-self/ns/net")?;
     enter_netns(fd)?;
-    let tables_empty = || {
-        ["tcp", "tcp6"].iter().try_fold(true, |empty, table| {
-            // The first line is the header; a second one is a socket.
-            let text = std::fs::read(format!("/proc/thread-self/net/{table}"))?;
-            io::Result::Ok(empty && text.iter().filter(|&&b| b == b'\n').count() <= 1)
-        })
+    let counters_zero = || -> io::Result<bool> {
+        let v4 = std::fs::read_to_string("/proc/thread-self/net/sockstat")?;
+        let v6 = std::fs::read_to_string("/proc/thread-self/net/sockstat6")?;
+        Ok(tcp_sockets(&v4, "TCP:") == Some(0) && tcp_sockets(&v6, "TCP6:") == Some(0))
     };
-    let mut empty = tables_empty();
+    let mut empty = counters_zero();
     for _ in 0..3 {
         if !matches!(empty, Ok(false)) {
             break;
         }
         std::thread::sleep(Duration::from_millis(1));
-        empty = tables_empty();
+        empty = counters_zero();
     }
     enter_netns(own.as_raw_fd()).expect("going back to the thread's own network namespace");
     empty
+}
+
+/// The TCP sockets a `sockstat` line counts (`TCP: inuse 1 orphan 0 tw 2 alloc 3 mem 4`): in
+/// use plus TIME_WAIT. `None` when the line is missing or malformed.
+fn tcp_sockets(sockstat: &str, prefix: &str) -> Option<u64> {
+    let line = sockstat.lines().find_map(|l| l.strip_prefix(prefix))?;
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let field = |name: &str| -> Option<u64> {
+        let i = words.iter().position(|w| *w == name)?;
+        words.get(i + 1)?.parse().ok()
+    };
+    Some(field("inuse")? + field("tw").unwrap_or(0))
 }
 
 /// Moves the calling thread into the network namespace `fd`.
@@ -1350,4 +1363,21 @@ impl Drop for Running {
 pub(crate) fn cstring(what: &str, bytes: impl Into<Vec<u8>>) -> Result<CString, SandboxError> {
     CString::new(bytes)
         .map_err(|_| SandboxError::InvalidSpec(format!("{what} contains a NUL byte")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sockstat_counts_sockets_in_use_and_in_time_wait() {
+        let v4 =
+            "sockets: used 29\nTCP: inuse 1 orphan 0 tw 2 alloc 1 mem 290\nUDP: inuse 0 mem 0\n";
+        assert_eq!(tcp_sockets(v4, "TCP:"), Some(3));
+        assert_eq!(
+            tcp_sockets("TCP6: inuse 0\nUDP6: inuse 4\n", "TCP6:"),
+            Some(0)
+        );
+        assert_eq!(tcp_sockets("UDP: inuse 0\n", "TCP:"), None);
+    }
 }
