@@ -252,7 +252,9 @@ fn install(root: &Path, prefix: &str) -> Result<()> {
         Some(rest) => PathBuf::from(std::env::var("HOME").context("HOME is not set")?).join(rest),
         None => PathBuf::from(prefix),
     };
-    step("cargo build --release");
+    // The same build as `cargo xtask demo` and `bench`, so one already made is reused; cargo's
+    // own progress shows while it builds.
+    step("cargo build --release --workspace --bins");
     duct::cmd!("cargo", "build", "--release", "--workspace", "--bins").run()?;
     let bin = prefix.join("bin");
     std::fs::create_dir_all(&bin).with_context(|| format!("cannot create {}", bin.display()))?;
@@ -263,6 +265,22 @@ fn install(root: &Path, prefix: &str) -> Result<()> {
         std::fs::copy(&tool, &tmp)?;
         std::fs::rename(&tmp, &to)?;
         println!("installed {}", to.display());
+    }
+    // The tokenizer model where an installed pack-context looks for it: `../share/clover`
+    // beside its executable.
+    let model = root.join("target/clover-data/tokenizer.model.v1");
+    if model.is_file() {
+        let share = prefix.join("share/clover");
+        std::fs::create_dir_all(&share)
+            .with_context(|| format!("cannot create {}", share.display()))?;
+        let to = share.join("tokenizer.model.v1");
+        std::fs::copy(&model, &to)?;
+        println!("installed {}", to.display());
+    } else {
+        eprintln!(
+            "note: no tokenizer model in target/clover-data (run `cargo xtask setup` first, then \
+             install again); until then pack-context needs --tokenizer PATH, cl100k or o200k"
+        );
     }
     Ok(())
 }

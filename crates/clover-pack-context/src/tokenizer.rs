@@ -54,11 +54,16 @@ pub const MISTRAL_MODEL_FILE: &str = "tokenizer.model.v1";
 /// A tokenizer could not be loaded or used.
 #[derive(Debug, thiserror::Error)]
 pub enum TokenizerError {
-    #[error("tokenizer model {path} not found; run `cargo xtask setup` or pass --tokenizer PATH")]
+    #[error(
+        "tokenizer model {path} not found; run `cargo xtask setup`, pass --tokenizer PATH, or \
+         use a built-in encoding with --tokenizer cl100k or --tokenizer o200k"
+    )]
     Missing { path: PathBuf },
     #[error(
-        "no tokenizer model found (looked at {looked}); run `cargo xtask setup`, set \
-         CLOVER_TOKENIZER or pass --tokenizer PATH"
+        "no tokenizer model found (looked at {looked}); run `cargo xtask setup` (or `cargo \
+         xtask install`, which puts the model under PREFIX/share/clover), set \
+         CLOVER_TOKENIZER, pass --tokenizer PATH, or use a built-in encoding with \
+         --tokenizer cl100k or --tokenizer o200k"
     )]
     NoDefault { looked: String },
     #[error("cannot load tokenizer {path}: {message}")]

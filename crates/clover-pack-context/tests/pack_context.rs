@@ -1126,3 +1126,24 @@ fn cpp_chunks_and_shots() {
         "chunks join in one file"
     );
 }
+
+/// A tokenizer model that is not there: the message names the ways out, the built-in
+/// encodings among them (a user of an installed pack-context did not know them).
+#[test]
+fn a_missing_tokenizer_says_how_to_get_one() {
+    let out = Command::new(env!("CARGO_BIN_EXE_clover-pack-context"))
+        .arg(data(PY.0))
+        .arg("--manifest")
+        .arg(workspace().join(PY.1))
+        .args(["--tokenizer", "/nonexistent/tokenizer.model"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("cargo xtask setup")
+            && stderr.contains("--tokenizer cl100k")
+            && stderr.contains("--tokenizer o200k"),
+        "{stderr}"
+    );
+}
