@@ -830,3 +830,37 @@ fn bad_lines_in_the_instances_file_are_reported_and_the_rest_judged() {
     let (_, stderr, code) = score(&a.iter().map(String::as_str).collect::<Vec<_>>());
     assert_eq!(code, 4, "{stderr}");
 }
+
+/// `--rer-constants`: a passing answer `-1` to `assert <MASK>` is RER as `ast.Constant` reads
+/// it (the default: a `UnaryOp` is no constant) and trivial in clover's reading.
+#[test]
+fn rer_constants_is_a_flag_with_ast_as_default() {
+    let dir = tempfile::tempdir().unwrap();
+    let scoring = json!({"reference": "x", "form": "unary", "operator": null,
+        "other_operand": null, "other_is_constant": null, "masked_line": "assert <MASK>"});
+    let r = result(
+        "m",
+        "r/t.py::test_a#0",
+        Task::AssertionCloze,
+        "po",
+        "r",
+        Outcome::Passed,
+        "-1",
+        vec![],
+        scoring,
+    );
+    let path = dir.path().join("results.jsonl");
+    std::fs::write(&path, serde_json::to_string(&r).unwrap() + "\n").unwrap();
+    let path = path.to_str().unwrap();
+    let rer = |extra: &[&str]| {
+        let mut args = vec!["--format", "json", path];
+        args.extend_from_slice(extra);
+        let (out, stderr, code) = score(&args);
+        assert_eq!(code, 0, "{stderr}");
+        let v: Value = serde_json::from_str(&out).unwrap();
+        v["rows"][0]["metrics"]["rer"].as_f64().unwrap()
+    };
+    assert_eq!(rer(&[]), 1.0);
+    assert_eq!(rer(&["--rer-constants", "ast"]), 1.0);
+    assert_eq!(rer(&["--rer-constants", "clover"]), 0.0);
+}
