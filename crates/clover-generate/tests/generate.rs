@@ -844,7 +844,8 @@ fn sampling_is_per_task_and_optional_fields_are_sent_when_set() {
         (&["--frequency-penalty", "x"][..], "--frequency-penalty `x`"),
         (&["--stop", ""][..], "--stop needs a non-empty sequence"),
     ] {
-        let (_, stderr, code) = generate(&openai_args(&url, bad), &input);
+        // No input: a usage error exits before reading it.
+        let (_, stderr, code) = generate(&openai_args(&url, bad), "");
         assert_eq!(code, 2, "{bad:?}: {stderr}");
         assert!(stderr.contains(want), "{bad:?}: {stderr}");
     }
