@@ -328,6 +328,53 @@ fn a_chunk_whose_call_failed_makes_its_file_an_api_error() {
     assert_eq!(file.candidate, None, "nothing was assembled or run");
 }
 
+/// A chunk generate did not send (its prompt is over the model's maximum context) makes its
+/// file `over_max_context`: nothing is compiled, and score leaves the file out.
+#[test]
+fn a_chunk_not_sent_makes_its_file_over_max_context() {
+    if clover_testkit::root().is_none() {
+        return;
+    }
+    let repo = clover_testkit::fixture("cpp");
+    let chunk = |index: u32, text: &str, skipped: bool| {
+        let mut r = response(
+            &format!("cppfix/src/ring_buffer.cc#cpp_unit_test#po#{index}"),
+            "cppfix",
+            Language::Cpp,
+            "tests/candidate_test.cc",
+            text,
+        );
+        r.scoring = serde_json::from_value(serde_json::json!(
+            {"chunk_index": index, "chunk_count": 2, "join": "append"}))
+        .unwrap();
+        r.generation.skipped = skipped.then(|| "over_max_context".to_string());
+        r
+    };
+    let responses = vec![
+        chunk(
+            0,
+            &fenced("cpp", "#include <gtest/gtest.h>\nTEST(A, B) {}\n"),
+            false,
+        ),
+        chunk(1, "", true),
+    ];
+    let (results, code, stderr) = run_stage(&responses, &["--repo", repo.to_str().unwrap()]);
+    assert_eq!(code, 0, "{stderr}");
+    let [file] = &results[..] else {
+        panic!("{results:?} {stderr}")
+    };
+    assert_eq!(file.outcome, Outcome::OverMaxContext, "{:?}", file.message);
+    assert!(
+        file.message
+            .as_deref()
+            .unwrap()
+            .contains("chunk 1 was not asked: over_max_context"),
+        "{:?}",
+        file.message
+    );
+    assert_eq!(file.candidate, None, "nothing was assembled or run");
+}
+
 /// The screen: a candidate whose answer reaches the verdict's machinery is not run and gets
 /// outcome `rejected`, naming the construct and its line; what the prefix (the repository's
 /// own setup) holds is not the model's doing; `--screen off` runs everything.
