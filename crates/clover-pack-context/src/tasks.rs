@@ -238,6 +238,12 @@ fn cloze_draft(
     let masked_full = format!("{}{MASK}{}", &text[ls..os], &text[oe..le]);
     let reference_line = dedent(original, &indent);
     let masked_line = dedent(&masked_full, &indent);
+    // CLOVER prohibits copying an existing assertion from the context: when the assertion
+    // already stands, whole, in the test file shown above the mask, its answer would be a
+    // copy, so the candidate is dropped (and counted as such in the summary).
+    if stands_above(original, &text[..ls]) {
+        return Err("the masked assertion stands whole above it in the test file".into());
+    }
 
     let (side, other) = match (site.form, c.operand) {
         (AssertionForm::Unary, _) => ("operand", None),
@@ -309,6 +315,16 @@ fn cloze_draft(
         exec: python_exec(repo, p, &key, &text[..ls], &text[le..]),
         scoring,
     })
+}
+
+/// Whether the lines of `assertion` stand, each whole (indentation aside) and in a row, in
+/// `above`.
+fn stands_above(assertion: &str, above: &str) -> bool {
+    let want: Vec<&str> = assertion.lines().map(str::trim).collect();
+    let lines: Vec<&str> = above.lines().map(str::trim).collect();
+    !want.is_empty()
+        && lines.len() >= want.len()
+        && lines.windows(want.len()).any(|w| w == want.as_slice())
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -849,6 +865,19 @@ pub fn cpp_unit_test(input: &mut RepoInput, pool: &[Demo]) -> Result<Vec<Drafted
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An assertion already shown above the mask (a copy would answer it) is found whole,
+    /// over one line or several, indentation aside; a longer or different line is not it.
+    #[test]
+    fn an_assertion_that_stands_above_the_mask_is_found() {
+        let above =
+            "def test_a():\n    x = f()\n    assert x == {\n        1: 2}\n    assert y == 10\n";
+        assert!(stands_above("    assert x == {\n            1: 2}", above));
+        assert!(stands_above("assert y == 10", above));
+        assert!(!stands_above("assert y == 1", above));
+        assert!(!stands_above("assert x == {\n    1: 3}", above));
+        assert!(!stands_above("assert y == 10", ""));
+    }
 
     fn cand(reference: &str) -> ClozeCandidate {
         ClozeCandidate {
