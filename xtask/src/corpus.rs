@@ -277,6 +277,10 @@ pub enum CppOrigin {
 pub struct CppRepo {
     pub name: &'static str,
     pub origin: CppOrigin,
+    /// The manifest's folders, relative to the repository.
+    pub source_dirs: &'static [&'static str],
+    pub test_dirs: &'static [&'static str],
+    pub include_dirs: &'static [&'static str],
     pub cxxflags: &'static [&'static str],
     /// Libraries, without `-l`.
     pub link: &'static [&'static str],
@@ -284,7 +288,8 @@ pub struct CppRepo {
     pub excludes: &'static [&'static str],
     /// Tests read data through `$srcdir` (snappy's `testdata/`).
     pub srcdir_env: bool,
-    /// The source/test pairs by base name: (source, test).
+    /// The source/test pairs (by base name, else by includes): (source, test), paths from
+    /// the repository's root.
     pub pairs: &'static [(&'static str, &'static str)],
     /// Test files with no source of their base name.
     pub unpaired_tests: &'static [&'static str],
@@ -299,6 +304,9 @@ pub const CPP_REPOS: &[CppRepo] = &[
             package: "googletest",
             dir: "/usr/src/googletest/googletest/samples",
         },
+        source_dirs: &["."],
+        test_dirs: &["."],
+        include_dirs: &["."],
         cxxflags: &["-std=c++17", "-O0"],
         link: &["gtest_main", "gtest", "pthread"],
         excludes: &[],
@@ -331,6 +339,9 @@ pub const CPP_REPOS: &[CppRepo] = &[
             version: "1.1.9-3",
             dsc_sha256: "7651f9ca32704e95b17e3d288858c374dad88a0d4f95fc6a04a96bc7b83c8e7e",
         },
+        source_dirs: &["."],
+        test_dirs: &["."],
+        include_dirs: &["."],
         cxxflags: &["-std=c++14", "-O0", "-g", "-DHAVE_CONFIG_H"],
         link: &["gmock", "gtest_main", "gtest", "pthread"],
         // Programs with their own `main` or needing Google Benchmark or libFuzzer.
@@ -344,6 +355,47 @@ pub const CPP_REPOS: &[CppRepo] = &[
         pairs: &[("snappy.cc", "snappy_unittest.cc")],
         unpaired_tests: &[],
         passing: &[("snappy_unittest.cc", 20)],
+    },
+    // Twelve GoogleTest files under test/ (and test/main.cpp, a main of its own that the
+    // sandbox's gtest_main stands in for); the library in src/, its API in include/.
+    CppRepo {
+        name: "yaml-cpp",
+        origin: CppOrigin::DebianSource {
+            package: "yaml-cpp",
+            version: "0.7.0+dfsg-8",
+            dsc_sha256: "94bd9098d501f91c2570c8e8cb98d46bc6de7627c30e9f94ebb39dc0cd2d65c2",
+        },
+        source_dirs: &["src"],
+        test_dirs: &["test"],
+        include_dirs: &["include", "src", "test", "test/integration"],
+        cxxflags: &["-std=c++11", "-O0"],
+        link: &["gmock", "gtest_main", "gtest", "pthread"],
+        excludes: &[],
+        srcdir_env: false,
+        pairs: &[
+            ("src/emitter.cpp", "test/integration/emitter_test.cpp"),
+            ("src/node.cpp", "test/node/node_test.cpp"),
+            ("src/ostream_wrapper.cpp", "test/ostream_wrapper_test.cpp"),
+            ("src/parser.cpp", "test/parser_test.cpp"),
+            // By the headers it includes: regex_test.cpp includes regex_yaml.h.
+            ("src/regex_yaml.cpp", "test/regex_test.cpp"),
+        ],
+        unpaired_tests: &[
+            "test/integration/encoding_test.cpp",
+            "test/integration/error_messages_test.cpp",
+            "test/integration/gen_emitter_test.cpp",
+            "test/integration/handler_spec_test.cpp",
+            "test/integration/handler_test.cpp",
+            "test/integration/load_node_test.cpp",
+            "test/integration/node_spec_test.cpp",
+        ],
+        passing: &[
+            ("test/integration/emitter_test.cpp", 129),
+            ("test/node/node_test.cpp", 64),
+            ("test/ostream_wrapper_test.cpp", 8),
+            ("test/parser_test.cpp", 5),
+            ("test/regex_test.cpp", 12),
+        ],
     },
 ];
 
@@ -375,10 +427,13 @@ impl CppRepo {
         };
         let mut t = format!(
             "\n# {version}\n[[repo]]\nname = \"{}\"\npath = \"{}\"\nlanguage = \"cpp\"\n\
-             source_dirs = [\".\"]\ntest_dirs = [\".\"]\ninclude_dirs = [\".\"]\n\
+             source_dirs = [{}]\ntest_dirs = [{}]\ninclude_dirs = [{}]\n\
              excludes = [{}]\ncxxflags = [{}]\nlink = [{}]\ntimeout_secs = 300\n",
             self.name,
             dir.display(),
+            list(self.source_dirs),
+            list(self.test_dirs),
+            list(self.include_dirs),
             list(self.excludes),
             list(self.cxxflags),
             list(self.link),

@@ -438,7 +438,14 @@ fn bare_runs(repo: &RepoConfig, spec: &CppRepo, build: &Path, fig: &mut CppFigur
     for (focal, test) in spec.pairs {
         let started = Instant::now();
         let test_obj = compile(&root.join(test))?;
-        let binary = build.join(test.trim_end_matches(".cc"));
+        // Tests below folders (`test/node/node_test.cpp`) build into the one build folder.
+        let flat = test.replace('/', "__");
+        let binary = build.join(
+            Path::new(&flat)
+                .file_stem()
+                .and_then(|s| s.to_str())
+                .unwrap_or("test"),
+        );
         let mut args: Vec<String> = vec![test_obj.display().to_string()];
         args.extend(objects.iter().map(|o| o.display().to_string()));
         args.extend(repo.cxxflags.iter().cloned());
@@ -457,7 +464,7 @@ fn bare_runs(repo: &RepoConfig, spec: &CppRepo, build: &Path, fig: &mut CppFigur
                 std::fs::remove_file(e.path())?;
             }
         }
-        let xml = build.join(format!("{test}.xml"));
+        let xml = build.join(format!("{flat}.xml"));
         let mut cmd = duct::cmd!(&binary, format!("--gtest_output=xml:{}", xml.display()))
             .dir(build)
             .stdout_null()
@@ -486,7 +493,7 @@ fn bare_runs(repo: &RepoConfig, spec: &CppRepo, build: &Path, fig: &mut CppFigur
                 "bare run of {test}: {passed} passed, {failed} failed, exit {status}; expected {expected} passed"
             ));
         }
-        let json = build.join(format!("{test}.coverage.json"));
+        let json = build.join(format!("{flat}.coverage.json"));
         duct::cmd!("gcovr", "--root", root, "--json-summary", &json, build)
             .dir(build)
             .stdout_null()
