@@ -36,6 +36,7 @@ pub use jsonl::{
     DEFAULT_MAX_LINE_BYTES,
 };
 pub use lines::LineRanges;
+pub use progress::{count_records, Progress};
 pub use records::{
     AssertionForm, AssertionSite, CalibratedProblem, Chunk, ContextTier, CppPairing, CppProblem,
     Exclusion, ExclusionReason, ExecSpec, FileCoverage, FileTier, GTestCase, Generation, Instance,
@@ -43,6 +44,5 @@ pub use records::{
     RepoRef, Response, RunResult, ScoreRow, SftExample, Span, Target, TargetKind, Task, TestCase,
     TestOutcome, TokenUsage, UniqueBlock, SCHEMA_VERSION, SKIPPED_OVER_MAX_CONTEXT,
 };
-pub use progress::{count_records, Progress};
 pub use shard::{fnv1a64, Shard};
 pub use stage::{exit, finish_main, BadRecords, OnError, StageArgs, StageIo, Stopped, Usage};

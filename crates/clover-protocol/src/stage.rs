@@ -136,7 +136,10 @@ impl StageIo {
     /// Opens the input and output that `args` name. `tool` prefixes diagnostics.
     pub fn open(tool: &str, args: &StageArgs) -> io::Result<Self> {
         let reader = RecordReader::open(args.input.as_deref(), args.max_line_bytes)?;
-        let total = args.input.as_deref().and_then(crate::progress::count_records);
+        let total = args
+            .input
+            .as_deref()
+            .and_then(crate::progress::count_records);
         let every = Duration::try_from_secs_f64(args.progress_every).map_err(|_| {
             io::Error::new(
                 io::ErrorKind::InvalidInput,
