@@ -339,21 +339,26 @@ pub fn definitions(source: &str) -> Vec<Definition> {
 }
 
 /// The repository classes and functions a test references whose body it executes beyond what
-/// the empty test executes. One target per referenced name, in the order of the references.
+/// the empty test executes and what importing runs (`import_time`, per file: see
+/// [`import_time_lines`]). One target per referenced name, in the order of the references;
+/// each carries the import-time lines of its span, which score does not count as a call.
 pub fn targets(
     refs: &[RepoRef],
     definitions_in: impl Fn(&str) -> Vec<Definition>,
     base: &CoverageMap,
     empty: &CoverageMap,
+    import_time: &CoverageMap,
 ) -> Vec<Target> {
     let none = LineRanges::new();
     let mut out: Vec<Target> = Vec::new();
     for r in refs {
         let Some(path) = &r.file else { continue };
+        let at_import = import_time.get(path).unwrap_or(&none);
         let beyond_empty = base
             .get(path)
             .unwrap_or(&none)
-            .difference(empty.get(path).unwrap_or(&none));
+            .difference(empty.get(path).unwrap_or(&none))
+            .difference(at_import);
         if beyond_empty.is_empty() {
             continue;
         }
@@ -370,6 +375,11 @@ pub fn targets(
                     path: path.clone(),
                     start_line: def.start_line,
                     end_line: def.end_line,
+                    import_lines: LineRanges::from_lines(
+                        at_import
+                            .iter()
+                            .filter(|l| (def.start_line..=def.end_line).contains(l)),
+                    ),
                 });
             }
         }
@@ -615,11 +625,13 @@ ORDER = [
         // parse's body runs; Ledger.add's line 16 runs but the empty test runs it too; unused
         // is referenced but never called; os is not a repository definition.
         let base = cov(&[("pkg/m.py", &[8, 9, 16])]);
+        let none = CoverageMap::new();
         let got = targets(
             &refs(&["parse", "Ledger", "unused", "os", "parse"]),
             defs,
             &base,
             &empty,
+            &none,
         );
         assert_eq!(got.len(), 1, "{got:?}");
         assert_eq!(
@@ -633,15 +645,27 @@ ORDER = [
         );
         // Once the class body runs beyond the empty test, the class is a target too.
         let base = cov(&[("pkg/m.py", &[8, 9, 16])]);
-        let got = targets(&refs(&["Ledger"]), defs, &base, &CoverageMap::new());
+        let got = targets(&refs(&["Ledger"]), defs, &base, &none, &none);
         assert_eq!(got.len(), 1);
         assert_eq!(got[0].kind, TargetKind::Class);
+        // What importing the module runs (the class body's statements and headers) is not a
+        // use: a test that only imported the class (lazily, inside it) has no target, and a
+        // target records its import-time lines for score.
+        let import_time = cov(&[(
+            "pkg/m.py",
+            &import_time_lines(MODULE).iter().collect::<Vec<_>>(),
+        )]);
+        let imported = cov(&[("pkg/m.py", &[12, 13, 15])]);
+        assert!(targets(&refs(&["Ledger"]), defs, &imported, &none, &import_time).is_empty());
+        let got = targets(&refs(&["Ledger"]), defs, &base, &none, &import_time);
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].import_lines.iter().collect::<Vec<_>>(), [12, 13, 15]);
         // A reference without a file (a name from outside the repository) is never a target.
         let outside = vec![RepoRef {
             name: "parse".into(),
             module: "json".into(),
             file: None,
         }];
-        assert!(targets(&outside, defs, &base, &empty).is_empty());
+        assert!(targets(&outside, defs, &base, &empty, &none).is_empty());
     }
 }

@@ -613,6 +613,7 @@ pub fn calibrate_group_noted(
                 |path| definitions.get(path).cloned().unwrap_or_default(),
                 &o.base,
                 &o.empty,
+                &import_time,
             ),
         }
     };

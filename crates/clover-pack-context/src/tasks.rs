@@ -530,16 +530,18 @@ pub fn targeted_test(input: &mut RepoInput) -> Result<Vec<Drafted>, TokenizerErr
             target.name
         );
         let mut scoring = BTreeMap::new();
-        scoring.insert(
-            "target".into(),
-            json!({
-                "name": target.name,
-                "kind": kind,
-                "path": target.path,
-                "start_line": target.start_line,
-                "end_line": target.end_line,
-            }),
-        );
+        let mut scored = json!({
+            "name": target.name,
+            "kind": kind,
+            "path": target.path,
+            "start_line": target.start_line,
+            "end_line": target.end_line,
+        });
+        // What importing runs of the span is not a call (score's `called`).
+        if !target.import_lines.is_empty() {
+            scored["import_lines"] = json!(target.import_lines);
+        }
+        scoring.insert("target".into(), scored);
         let ask = WriteAsk {
             task: Task::TargetedTest,
             task_name: "targeted_test",

@@ -379,6 +379,11 @@ pub struct Target {
     pub path: String,
     pub start_line: u32,
     pub end_line: u32,
+    /// The lines of the span that run when the module is imported (decorators, `def` and
+    /// `class` headers, a class body's statements): running them is not calling the target.
+    /// Absent when there are none, and in older records.
+    #[serde(default, skip_serializing_if = "LineRanges::is_empty")]
+    pub import_lines: LineRanges,
 }
 
 // ---------------------------------------------------------------------------------------------

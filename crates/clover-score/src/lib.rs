@@ -14,13 +14,13 @@
 //!   defines it: a number, string or bytes literal (no f-string), `True`, `False`, `None`,
 //!   `...`; `--rer-constants clover` ([`ConstantReading::Clover`]) also counts signed numbers
 //!   and tuples of constants, which the compiler folds. Both sides are read in the same way.
-//! - Task II: **execution rate** — passed; **success** — passed *and* the target is used: the
-//!   answer's code (not the prefix) names it (an identifier equal to the last part of its
-//!   name), and coverage shows a line of the target's span that an import alone does not run.
-//!   Those import lines come from `scoring.target.import_lines` when pack-context provides
-//!   them (calibrate's empty-test coverage of the span); without them only the first line of
-//!   the span (the `def`/`class` line) is discounted, which is exact for undecorated
-//!   functions and lenient for classes.
+//! - Task II: **execution rate** — passed; **success** (CLOVER's reading) — passed *and* the
+//!   model's own code (not the prefix, nor the setup a `full` prompt gave it) names the target
+//!   (an identifier equal to the last part of its name); **called** (clover's stricter one) —
+//!   a success that also ran a line of the target's span that an import alone does not run.
+//!   Those import lines come from `scoring.target.import_lines` (calibrate finds them in the
+//!   source: decorators, headers, a class body's statements); without them only the first
+//!   line of the span (the `def`/`class` line) is discounted.
 //! - Task III: **execution rate** — passed; **success** — passed and every required line of
 //!   every block covered. A block's required lines are `blocks[].lines` when given (the
 //!   executable lines the ground truth covered: coverage.py never reports blank lines,

@@ -85,10 +85,14 @@ pub struct Verdict {
     /// The candidate ran and passed (ER for Task I, execution rate for II/III, pass rate for
     /// C++).
     pub executed: bool,
-    /// Task I: RER; Task II: executed and used the target; Task III: executed and covered
-    /// every block; C++: passed and covered every line of the focal source the ground truth
-    /// covers (false when the instance does not carry the ground truth's lines).
+    /// Task I: RER; Task II: executed and the model's own code names the target (CLOVER's
+    /// success); Task III: executed and covered every block; C++: passed and covered every
+    /// line of the focal source the ground truth covers (false when the instance does not
+    /// carry the ground truth's lines).
     pub success: bool,
+    /// Task II, clover's stricter reading: a success that also ran a line of the target
+    /// beyond what importing its module runs (the test really called it).
+    pub called: bool,
     /// Task I: the prediction equals the reference (whitespace outside strings aside).
     pub exact: Option<bool>,
     /// C++: it compiled.
@@ -132,14 +136,20 @@ fn u32_field(v: &Value, k: &str) -> Option<u32> {
     v.get(k).and_then(|x| x.as_u64()).map(|x| x as u32)
 }
 
-/// Task II: whether the run used the target — the answer's code names it, and a line of its
-/// definition ran beyond what importing its module runs.
-pub fn uses_target(code: &str, coverage: &[FileCoverage], target: &Value) -> bool {
+/// Task II as CLOVER reads it: the answer's code names the target (an identifier equal to the
+/// last part of its name).
+pub fn names_target(code: &str, target: &Value) -> bool {
     let Some(name) = target.get("name").and_then(|v| v.as_str()) else {
         return false;
     };
     let short = name.rsplit('.').next().unwrap_or(name);
-    if !identifiers(code).contains(short) {
+    identifiers(code).contains(short)
+}
+
+/// Task II as clover reads it: the answer's code names the target, and a line of its
+/// definition ran beyond what importing its module runs (`import_lines`, else the first).
+pub fn uses_target(code: &str, coverage: &[FileCoverage], target: &Value) -> bool {
+    if !names_target(code, target) {
         return false;
     }
     let (Some(path), Some(start), Some(end)) = (
@@ -257,10 +267,10 @@ pub fn verdict_with(r: &RunResult, task: Task, constants: ConstantReading) -> Ve
                     .is_some_and(|p| trivial_rule(p, &facts, constants).is_none());
         }
         Task::TargetedTest => {
-            v.success = passed
-                && r.scoring
-                    .get("target")
-                    .is_some_and(|t| uses_target(&own_code(r), &r.coverage, t));
+            let own = own_code(r);
+            let target = r.scoring.get("target");
+            v.success = passed && target.is_some_and(|t| names_target(&own, t));
+            v.called = v.success && target.is_some_and(|t| uses_target(&own, &r.coverage, t));
         }
         Task::CoverageTest => {
             v.success = passed
@@ -300,6 +310,7 @@ pub struct Tally {
     pub n: u64,
     pub executed: u64,
     pub success: u64,
+    pub called: u64,
     pub exact: u64,
     pub compiled: u64,
     pub no_code: u64,
@@ -316,6 +327,7 @@ impl Tally {
         self.n += 1;
         self.executed += u64::from(v.executed);
         self.success += u64::from(v.success);
+        self.called += u64::from(v.called);
         self.exact += u64::from(v.exact == Some(true));
         self.compiled += u64::from(v.compiled == Some(true));
         self.no_code += u64::from(v.no_code);
@@ -349,6 +361,9 @@ impl Tally {
             Task::TargetedTest | Task::CoverageTest => {
                 m.insert("execution_rate".into(), rate(self.executed));
                 m.insert("success_rate".into(), rate(self.success));
+                if task == Task::TargetedTest {
+                    m.insert("called_rate".into(), rate(self.called));
+                }
             }
             Task::CppUnitTest => {
                 m.insert("compile_rate".into(), rate(self.compiled));
@@ -387,7 +402,15 @@ pub fn metric_names(task: Task) -> &'static [&'static str] {
             "rejected_rate",
             "error_rate",
         ],
-        Task::TargetedTest | Task::CoverageTest => &[
+        Task::TargetedTest => &[
+            "execution_rate",
+            "success_rate",
+            "called_rate",
+            "no_code_rate",
+            "rejected_rate",
+            "error_rate",
+        ],
+        Task::CoverageTest => &[
             "execution_rate",
             "success_rate",
             "no_code_rate",
@@ -645,34 +668,49 @@ mod tests {
         }
     }
 
+    /// Task II in its two readings: `success` (CLOVER: the test runs and its own code names
+    /// the target) and `called` (clover: it also ran a line of the target beyond what an
+    /// import runs). `assert Ledger.__name__ == "Ledger"` is a success and not a call.
     #[test]
-    fn task_two_success_needs_reference_and_execution() {
+    fn task_two_success_names_the_target_and_called_runs_it() {
         let target = json!({"target": {"name": "Ledger", "kind": "class",
             "path": "src/ledger/accounts.py", "start_line": 10, "end_line": 40,
             "import_lines": [[10, 10], [12, 12], [20, 20]]}});
+        let check = |answer: &str, outcome: Outcome, path: &str, lines: &[u32]| {
+            let mut r = result(Task::TargetedTest, outcome, answer, target.clone());
+            r.coverage = vec![cov(path, lines.iter().copied())];
+            let v = verdict(&r, Task::TargetedTest);
+            (v.executed, v.success, v.called)
+        };
+        let acc = "src/ledger/accounts.py";
         let uses =
             "    led = Ledger()\n    led.post('cash', 5)\n    assert led.balance('cash') == 5\n";
-        let mut r = result(Task::TargetedTest, Outcome::Passed, uses, target.clone());
-        r.coverage = vec![cov("src/ledger/accounts.py", [10, 12, 13, 20, 21])];
-        assert!(verdict(&r, Task::TargetedTest).success);
-        // Only the lines an import runs: not used.
-        r.coverage = vec![cov("src/ledger/accounts.py", [10, 12, 20])];
-        assert!(!verdict(&r, Task::TargetedTest).success);
-        // Executed, but the answer never names it (the prefix's import does not count).
-        let mut r = result(
-            Task::TargetedTest,
-            Outcome::Passed,
-            "    assert helper()\n",
-            target.clone(),
+        assert_eq!(
+            check(uses, Outcome::Passed, acc, &[10, 12, 13, 20, 21]),
+            (true, true, true)
         );
-        r.coverage = vec![cov("src/ledger/accounts.py", [10, 13])];
-        assert!(!verdict(&r, Task::TargetedTest).success);
-        // Named and executed, but failing: not executed, not a success.
-        let mut r = result(Task::TargetedTest, Outcome::Failed, uses, target);
-        r.coverage = vec![cov("/tmp/x/src/ledger/accounts.py", [13])];
-        let v = verdict(&r, Task::TargetedTest);
-        assert!(!v.executed && !v.success);
-        // Without import_lines, the header line alone is not use.
+        // Only the lines an import runs: named, not called.
+        let named = "    assert Ledger.__name__ == 'Ledger'\n";
+        assert_eq!(
+            check(named, Outcome::Passed, acc, &[10, 12, 20]),
+            (true, true, false)
+        );
+        // Executed, but the answer never names it (the prefix's import does not count).
+        assert_eq!(
+            check("    assert helper()\n", Outcome::Passed, acc, &[10, 13]),
+            (true, false, false)
+        );
+        // Named and executed, but failing: neither.
+        assert_eq!(
+            check(
+                uses,
+                Outcome::Failed,
+                "/tmp/x/src/ledger/accounts.py",
+                &[13]
+            ),
+            (false, false, false)
+        );
+        // Without import_lines, the header line alone is not a call.
         let t = json!({"target": {"name": "parse_amount", "kind": "function",
             "path": "src/ledger/money.py", "start_line": 90, "end_line": 110}});
         let mut r = result(
@@ -682,9 +720,19 @@ mod tests {
             t,
         );
         r.coverage = vec![cov("src/ledger/money.py", [90])];
-        assert!(!verdict(&r, Task::TargetedTest).success);
+        let v = verdict(&r, Task::TargetedTest);
+        assert_eq!((v.success, v.called), (true, false));
         r.coverage = vec![cov("src/ledger/money.py", [90, 91])];
-        assert!(verdict(&r, Task::TargetedTest).success);
+        assert!(verdict(&r, Task::TargetedTest).called);
+        let mut tally = Tally::default();
+        tally.add(&v);
+        tally.add(&verdict(&r, Task::TargetedTest));
+        let m = tally.metrics(Task::TargetedTest);
+        assert_eq!((m["success_rate"], m["called_rate"]), (1.0, 0.5));
+        // Task III has no such reading.
+        assert!(!tally
+            .metrics(Task::CoverageTest)
+            .contains_key("called_rate"));
     }
 
     #[test]
