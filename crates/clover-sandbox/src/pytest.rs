@@ -1,5 +1,6 @@
 //! Running pytest in the sandbox: the command, the binds a Python interpreter needs, the
-//! reports, and the verdict cross-checked between exit status and report.
+//! reports, and the verdict cross-checked between exit status, report and pytest's own record
+//! of its session (written by a trusted plugin, `_clover_report.py`).
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -12,6 +13,13 @@ use crate::{Sandbox, SandboxError};
 
 /// Where reports go, relative to the repository; the sandbox user may write there.
 const OUT_DIR: &str = ".clover-out";
+
+/// The trusted plugin every run loads (`-p`): at the session's end it writes pytest's own
+/// record of the session beside the JUnit report ([`check_session`] reads it back).
+const PLUGIN: &str = include_str!("_clover_report.py");
+const PLUGIN_MODULE: &str = "_clover_report";
+/// The record's file name; the plugin writes it in the JUnit report's folder.
+const SESSION_RECORD: &str = "session.txt";
 
 /// The coverage.py settings of a run that measures `sources` (folders relative to the
 /// repository), to be passed as `--cov --cov-config=FILE`; the repository's own coverage
@@ -102,6 +110,8 @@ impl PytestRun {
             "pytest".into(),
             "-p".into(),
             "no:cacheprovider".into(),
+            "-p".into(),
+            PLUGIN_MODULE.into(),
             "-q".into(),
             "-o".into(),
             "junit_family=xunit1".into(),
@@ -119,6 +129,10 @@ impl PytestRun {
         argv.extend(self.targets.iter().map(OsString::from));
         let mut spec = RunSpec::new(&self.repo, argv);
         spec.files = self.files.clone();
+        spec.files.push(WriteFile {
+            path: format!("{OUT_DIR}/{PLUGIN_MODULE}.py").into(),
+            contents: PLUGIN.as_bytes().to_vec(),
+        });
         if !self.cov_sources.is_empty() {
             spec.files.push(WriteFile {
                 path: rc.into(),
@@ -127,14 +141,27 @@ impl PytestRun {
         }
         spec.binds = python_binds(&self.python);
         spec.writable_dirs = vec![OUT_DIR.into()];
-        spec.collect = vec![junit.into(), cov.into()];
+        spec.collect = vec![
+            junit.into(),
+            cov.into(),
+            format!("{OUT_DIR}/{SESSION_RECORD}").into(),
+        ];
         spec.limits = self.limits.clone();
         let mut env = vec![("COVERAGE_FILE".into(), "/tmp/.coverage".into())];
         if let Some(bin) = self.python.parent() {
             let path = format!("{}:/usr/local/bin:/usr/bin:/bin", bin.display());
             env.push(("PATH".into(), path.into()));
         }
-        env.extend(self.env.iter().cloned());
+        // The plugin's folder goes first on the path, before any the repository asks for.
+        let mut python_path = OsString::from(OUT_DIR);
+        for (k, v) in &self.env {
+            if k == "PYTHONPATH" && !v.is_empty() {
+                python_path.push(":");
+                python_path.push(v);
+            }
+        }
+        env.extend(self.env.iter().filter(|(k, _)| k != "PYTHONPATH").cloned());
+        env.push(("PYTHONPATH".into(), python_path));
         spec.env = env;
         spec
     }
@@ -145,9 +172,9 @@ impl PytestRun {
             .repo
             .canonicalize()
             .unwrap_or_else(|_| self.repo.clone());
-        let junit = run.files.first().map(|f| f.content.clone());
-        let (tests, report_problem) = match junit {
-            Some(Collected::Read { bytes, .. }) => match parse_junit(&bytes) {
+        let junit = run.files.first().and_then(|f| f.content.bytes());
+        let (tests, report_problem) = match run.files.first().map(|f| &f.content) {
+            Some(Collected::Read { bytes, .. }) => match parse_junit(bytes) {
                 Ok(t) => (Some(t), None),
                 Err(e) => (None, Some(format!("the JUnit report is unreadable: {e}"))),
             },
@@ -172,7 +199,18 @@ impl PytestRun {
             ),
             _ => (Vec::new(), Some("no coverage report was written".into())),
         };
-        let (outcome, message) = judge(run.exit, run.limit_hit, tests.as_deref());
+        let (mut outcome, mut message) = judge(run.exit, run.limit_hit, tests.as_deref());
+        // A report the judge would take is taken only if pytest's own record of the session
+        // vouches for it; a limit or a signal already decided the verdict.
+        if let (None, ExitStatus::Code(code), Some(tests), Some(junit)) =
+            (run.limit_hit, run.exit, &tests, junit)
+        {
+            let record = run.files.get(2).and_then(|f| f.content.bytes());
+            if let Err(problem) = check_session(code, junit, tests, record) {
+                outcome = Outcome::Error;
+                message = Some(problem);
+            }
+        }
         Ok(PytestResult {
             outcome,
             tests: tests.unwrap_or_default(),
@@ -219,6 +257,152 @@ pub fn judge(
     }
 }
 
+/// Whether pytest's own record of its session (written by the trusted plugin at the very end,
+/// `record`) vouches for a JUnit report (`junit`, parsed as `tests`) of a run that exited
+/// with `code`: the record exists (else the session never ended: `os._exit`, a killed
+/// reporter), its exit status is the process's (an `atexit` handler that exits otherwise
+/// shows), the report's bytes are those the record hashed (a rewritten report), and the
+/// report holds the tests pytest saw, by outcome, with none left unfinished.
+///
+/// A test runs in pytest's process and could forge the record as well; this catches the
+/// forgeries that do not know of it, the screen the constructs that would.
+pub fn check_session(
+    code: i32,
+    junit: &[u8],
+    tests: &[TestCase],
+    record: Option<&[u8]>,
+) -> Result<(), String> {
+    let Some(record) = record.map(String::from_utf8_lossy) else {
+        return Err(format!(
+            "the report was not completed by pytest: no session record (exit code {code})"
+        ));
+    };
+    let field = |key: &str| {
+        record.lines().find_map(|l| {
+            let (k, v) = l.split_once(' ')?;
+            (k == key).then(|| v.trim().to_string())
+        })
+    };
+    let number = |key: &str| field(key).and_then(|v| v.parse::<i64>().ok());
+    let Some(status) = number("exitstatus") else {
+        return Err("the session record is unreadable".into());
+    };
+    if status != i64::from(code) {
+        return Err(format!(
+            "pytest ended its session with exit code {status} but the process exited with {code}"
+        ));
+    }
+    if field("junit_sha256").as_deref() != Some(sha256_hex(junit).as_str()) {
+        return Err("the report is not the one pytest wrote (its hash differs)".into());
+    }
+    // One outcome per test name, ranked as `parse_junit` ranks the problems of a case: a
+    // failing call and a failing teardown are one failed test in the report and the record.
+    let rank = |o: TestOutcome| match o {
+        TestOutcome::Passed => 0,
+        TestOutcome::Skipped => 1,
+        TestOutcome::Error => 2,
+        TestOutcome::Failed => 3,
+    };
+    let mut worst: std::collections::HashMap<(&str, &str), TestOutcome> = Default::default();
+    for t in tests {
+        let w = worst.entry((&t.classname, &t.name)).or_insert(t.outcome);
+        if rank(t.outcome) > rank(*w) {
+            *w = t.outcome;
+        }
+    }
+    let keys = ["passed", "skipped", "error", "failed"];
+    let mut in_report = [0i64; 4];
+    for o in worst.values() {
+        in_report[rank(*o)] += 1;
+    }
+    let in_record = keys.map(|k| number(k).unwrap_or(-1));
+    if in_report != in_record {
+        let say = |n: [i64; 4]| {
+            keys.iter()
+                .zip(n)
+                .map(|(k, n)| format!("{n} {k}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        return Err(format!(
+            "the report has {} but pytest saw {}",
+            say(in_report),
+            say(in_record)
+        ));
+    }
+    match number("unfinished") {
+        Some(0) => Ok(()),
+        Some(n) => Err(format!("{n} tests started and never finished")),
+        None => Err("the session record is unreadable".into()),
+    }
+}
+
+/// SHA-256 (FIPS 180-4) in lowercase hex: the plugin hashes the report with Python's
+/// `hashlib`, and this is the only digest the crate needs, so it is not worth a dependency.
+fn sha256_hex(data: &[u8]) -> String {
+    const K: [u32; 64] = [
+        0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4,
+        0xab1c5ed5, 0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe,
+        0x9bdc06a7, 0xc19bf174, 0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f,
+        0x4a7484aa, 0x5cb0a9dc, 0x76f988da, 0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7,
+        0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967, 0x27b70a85, 0x2e1b2138, 0x4d2c6dfc,
+        0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85, 0xa2bfe8a1, 0xa81a664b,
+        0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070, 0x19a4c116,
+        0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+        0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7,
+        0xc67178f2,
+    ];
+    let mut h: [u32; 8] = [
+        0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab,
+        0x5be0cd19,
+    ];
+    let mut msg = data.to_vec();
+    msg.push(0x80);
+    while msg.len() % 64 != 56 {
+        msg.push(0);
+    }
+    msg.extend_from_slice(&((data.len() as u64) * 8).to_be_bytes());
+    for block in msg.chunks_exact(64) {
+        let mut w = [0u32; 64];
+        for (i, word) in block.chunks_exact(4).enumerate() {
+            w[i] = u32::from_be_bytes([word[0], word[1], word[2], word[3]]);
+        }
+        for i in 16..64 {
+            let s0 = w[i - 15].rotate_right(7) ^ w[i - 15].rotate_right(18) ^ (w[i - 15] >> 3);
+            let s1 = w[i - 2].rotate_right(17) ^ w[i - 2].rotate_right(19) ^ (w[i - 2] >> 10);
+            w[i] = w[i - 16]
+                .wrapping_add(s0)
+                .wrapping_add(w[i - 7])
+                .wrapping_add(s1);
+        }
+        let [mut a, mut b, mut c, mut d, mut e, mut f, mut g, mut hh] = h;
+        for i in 0..64 {
+            let s1 = e.rotate_right(6) ^ e.rotate_right(11) ^ e.rotate_right(25);
+            let ch = (e & f) ^ (!e & g);
+            let t1 = hh
+                .wrapping_add(s1)
+                .wrapping_add(ch)
+                .wrapping_add(K[i])
+                .wrapping_add(w[i]);
+            let s0 = a.rotate_right(2) ^ a.rotate_right(13) ^ a.rotate_right(22);
+            let maj = (a & b) ^ (a & c) ^ (b & c);
+            let t2 = s0.wrapping_add(maj);
+            hh = g;
+            g = f;
+            f = e;
+            e = d.wrapping_add(t1);
+            d = c;
+            c = b;
+            b = a;
+            a = t1.wrapping_add(t2);
+        }
+        for (x, y) in h.iter_mut().zip([a, b, c, d, e, f, g, hh]) {
+            *x = x.wrapping_add(y);
+        }
+    }
+    h.iter().map(|x| format!("{x:08x}")).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -231,6 +415,58 @@ mod tests {
             message: None,
             duration_secs: 0.0,
         }
+    }
+
+    #[test]
+    fn exit_statuses_read_as_numbers_in_messages() {
+        assert_eq!(ExitStatus::Code(1).to_string(), "exit code 1");
+        assert_eq!(ExitStatus::Signal(9).to_string(), "signal 9");
+    }
+
+    #[test]
+    fn sha256_matches_published_vectors() {
+        assert_eq!(
+            sha256_hex(b""),
+            "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+        );
+        assert_eq!(
+            sha256_hex(b"abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+        let two_blocks = b"abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
+        assert_eq!(
+            sha256_hex(two_blocks),
+            "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"
+        );
+    }
+
+    #[test]
+    fn a_report_is_taken_only_when_the_session_record_vouches_for_it() {
+        use TestOutcome as T;
+        let junit = b"<testsuite/>";
+        let tests = [t(T::Passed)];
+        let record = |status: i32, hash: &str, passed: i32, unfinished: i32| {
+            format!(
+                "exitstatus {status}\njunit_sha256 {hash}\npassed {passed}\nskipped 0\n\
+                 failed 0\nerror 0\nunfinished {unfinished}\n"
+            )
+        };
+        let hash = sha256_hex(junit);
+        let ok = record(0, &hash, 1, 0);
+        assert_eq!(check_session(0, junit, &tests, Some(ok.as_bytes())), Ok(()));
+        let problem =
+            |r: Option<&str>| check_session(0, junit, &tests, r.map(str::as_bytes)).unwrap_err();
+        assert!(problem(None).contains("not completed by pytest"));
+        assert!(problem(Some(&record(1, &hash, 1, 0))).contains("exit code 1"));
+        assert!(problem(Some(&record(0, "00", 1, 0))).contains("hash differs"));
+        assert!(problem(Some(&record(0, &hash, 2, 0))).contains("pytest saw 2 passed"));
+        assert!(problem(Some(&record(0, &hash, 1, 1))).contains("never finished"));
+        // A failing call and a failing teardown are two cases of one test.
+        let twice = [t(T::Failed), t(T::Error)];
+        let r =
+            "exitstatus 1\njunit_sha256 H\npassed 0\nskipped 0\nfailed 1\nerror 0\nunfinished 0\n"
+                .replace('H', &hash);
+        assert_eq!(check_session(1, junit, &twice, Some(r.as_bytes())), Ok(()));
     }
 
     #[test]

@@ -117,6 +117,16 @@ pub enum ExitStatus {
     Signal(i32),
 }
 
+/// "exit code 1" or "signal 9", for messages.
+impl std::fmt::Display for ExitStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ExitStatus::Code(c) => write!(f, "exit code {c}"),
+            ExitStatus::Signal(s) => write!(f, "signal {s}"),
+        }
+    }
+}
+
 impl ExitStatus {
     pub fn success(self) -> bool {
         self == ExitStatus::Code(0)

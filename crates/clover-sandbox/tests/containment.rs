@@ -987,3 +987,171 @@ print(pinned >> 20, 'MiB pinned', flush=True)
         out.limit_hit
     );
 }
+
+/// A report that claims one passing test of the attack file.
+const FORGED_JUNIT: &str = "<?xml version=\"1.0\" encoding=\"utf-8\"?><testsuites><testsuite \
+    name=\"pytest\" errors=\"0\" failures=\"0\" skipped=\"0\" tests=\"1\"><testcase \
+    classname=\"test_attack\" name=\"test_false\" time=\"0.001\"/></testsuite></testsuites>";
+
+/// A verdict forged from inside the test, run with the screen off (the library does not
+/// screen), and what the screen says of the same file.
+fn forge(test: &str) -> Option<(PytestResult, Vec<clover_screen::Finding>)> {
+    let sb = sandbox()?;
+    let c = Case::new();
+    let r = run_pytest(&c, sb, test)?;
+    eprintln!(
+        "outcome {:?} message {:?} exit {:?}\nstdout: {}\nstderr: {}",
+        r.outcome,
+        r.message,
+        r.run.exit,
+        r.run.stdout.tail(2000),
+        r.run.stderr.tail(2000)
+    );
+    Some((r, clover_screen::screen_python(test)))
+}
+
+/// A report written by hand, then `os._exit(0)`: pytest never ended its session, so there is
+/// no session record and the report is not taken.
+#[test]
+fn a_hand_written_report_and_os_exit_is_not_a_pass() {
+    let test = format!(
+        "import os\n\n\
+         def test_false():\n    \
+             os.makedirs('.clover-out', exist_ok=True)\n    \
+             with open('.clover-out/junit.xml', 'w') as f:\n        \
+                 f.write('{FORGED_JUNIT}')\n    \
+             os._exit(0)\n    \
+             assert 1 == 2\n"
+    );
+    let Some((r, screened)) = forge(&test) else {
+        return;
+    };
+    assert_eq!(r.run.exit, ExitStatus::Code(0));
+    assert_eq!(
+        r.tests.len(),
+        1,
+        "the forged report was read: {:?}",
+        r.tests
+    );
+    assert_eq!(r.outcome, Outcome::Error, "{:?}", r.message);
+    let message = r.message.unwrap_or_default();
+    assert!(message.contains("not completed by pytest"), "{message}");
+    assert!(!screened.is_empty(), "the screen lets os._exit pass");
+}
+
+/// An `atexit` handler that rewrites the report after pytest wrote it and exits 0: the exit
+/// code is not the one pytest ended its session with, and the report is not the one it wrote.
+#[test]
+fn an_atexit_rewrite_of_the_report_is_not_a_pass() {
+    let test = format!(
+        "import atexit, os\n\n\
+         def rewrite():\n    \
+             with open('.clover-out/junit.xml', 'w') as f:\n        \
+                 f.write('{FORGED_JUNIT}')\n    \
+             os._exit(0)\n\n\
+         atexit.register(rewrite)\n\n\
+         def test_false():\n    \
+             assert 1 == 2\n"
+    );
+    let Some((r, screened)) = forge(&test) else {
+        return;
+    };
+    assert_eq!(r.run.exit, ExitStatus::Code(0));
+    assert_eq!(r.tests.len(), 1);
+    assert_eq!(r.tests[0].outcome, clover_protocol::TestOutcome::Passed);
+    assert_eq!(r.outcome, Outcome::Error, "{:?}", r.message);
+    let message = r.message.unwrap_or_default();
+    assert!(
+        message.contains("exit code 1 but the process exited with 0"),
+        "{message}"
+    );
+    assert!(!screened.is_empty(), "the screen lets atexit pass");
+}
+
+/// A hookwrapper registered from an autouse fixture turns the failure into a pass before any
+/// report hook sees it: pytest's own record agrees with the forged report, so the run-time
+/// check cannot see it. The screen rejects the file (the plugin manager, the hook).
+#[test]
+fn a_hookwrapper_registered_from_a_fixture_is_seen_by_the_screen_only() {
+    let test = "import pytest\n\n\
+                class Forger:\n    \
+                    @pytest.hookimpl(hookwrapper=True)\n    \
+                    def pytest_runtest_makereport(self, item, call):\n        \
+                        outcome = yield\n        \
+                        report = outcome.get_result()\n        \
+                        if report.failed:\n            \
+                            report.outcome = 'passed'\n            \
+                            report.longrepr = None\n\n\
+                @pytest.fixture(autouse=True)\n\
+                def forge(request):\n    \
+                    if not request.config.pluginmanager.has_plugin('forger'):\n        \
+                        request.config.pluginmanager.register(Forger(), 'forger')\n\n\
+                def test_false():\n    \
+                    assert 1 == 2\n";
+    let Some((r, screened)) = forge(test) else {
+        return;
+    };
+    // What the run-time check cannot see: every record of the run says "passed".
+    assert_eq!(r.run.exit, ExitStatus::Code(0));
+    assert_eq!(r.outcome, Outcome::Passed, "{:?}", r.message);
+    let constructs: Vec<&str> = screened.iter().map(|f| f.construct.as_str()).collect();
+    assert!(
+        constructs.iter().any(|c| c.contains("pluginmanager")),
+        "{constructs:?}"
+    );
+}
+
+/// Coverage data claimed from inside the test (`add_lines` of lines that never ran) is in the
+/// report pytest-cov writes: nothing at run time tells it from measured data. The screen
+/// rejects the file (`import coverage`).
+#[test]
+fn coverage_claimed_from_inside_is_seen_by_the_screen_only() {
+    let Some(sb) = sandbox() else { return };
+    let Some(python) = clover_testkit::python() else {
+        return;
+    };
+    let c = Case::new();
+    let test = "import os\n\
+                import coverage\n\
+                from pkg import lib\n\n\
+                def test_claims():\n    \
+                    assert lib.used() == 1\n    \
+                    data = coverage.Coverage.current().get_data()\n    \
+                    data.add_lines({os.path.abspath('pkg/lib.py'): [5]})\n";
+    let run = PytestRun {
+        repo: c.repo.path().to_path_buf(),
+        python,
+        targets: vec!["test_attack.py".into()],
+        files: vec![
+            WriteFile {
+                path: "test_attack.py".into(),
+                contents: test.as_bytes().to_vec(),
+            },
+            WriteFile {
+                path: "pkg/lib.py".into(),
+                contents: b"def used():\n    return 1\n\n\ndef unused():\n    return 2\n".to_vec(),
+            },
+        ],
+        cov_sources: vec!["pkg".into()],
+        cov_contexts: false,
+        env: vec![],
+        limits: Limits::default(),
+    };
+    let r = run.run(sb).expect("the run is carried out");
+    c.assert_contained(&r.run);
+    eprintln!(
+        "{:?} {:?}\n{}",
+        r.outcome,
+        r.message,
+        r.run.stdout.tail(2000)
+    );
+    assert_eq!(r.outcome, Outcome::Passed, "{:?}", r.message);
+    let lib = r.coverage.iter().find(|f| f.path == "pkg/lib.py");
+    let claimed = lib.is_some_and(|f| f.lines.ranges().iter().any(|[a, b]| *a <= 5 && 5 <= *b));
+    assert!(claimed, "the claimed line is not in the report: {lib:?}");
+    let screened = clover_screen::screen_python(test);
+    assert!(
+        screened.iter().any(|f| f.construct.contains("coverage")),
+        "{screened:?}"
+    );
+}
