@@ -40,6 +40,21 @@ fn response(id: &str, repo: &str, language: Language, path: &str, text: &str) ->
     }
 }
 
+/// `n` responses of the Python fixture (ids `<prefix>1…`), each a test that passes.
+fn passing_python(prefix: &str, n: usize) -> Vec<Response> {
+    (1..=n)
+        .map(|i| {
+            response(
+                &format!("{prefix}{i}"),
+                "pyfix",
+                Language::Python,
+                &format!("tests/test_{prefix}.py"),
+                &fenced("python", "def test_ok():\n    assert True\n"),
+            )
+        })
+        .collect()
+}
+
 fn fenced(lang: &str, code: &str) -> String {
     format!("Here is the test:\n```{lang}\n{code}```\n")
 }
@@ -521,18 +536,7 @@ fn an_interpreter_without_pytest_stops_the_stage_as_bad_usage() {
         .unwrap();
     assert!(made.success());
     let bare = venv.join("bin/python");
-    let test = "def test_ok():\n    assert True\n";
-    let responses: Vec<Response> = (1..=3)
-        .map(|i| {
-            response(
-                &format!("b{i}"),
-                "pyfix",
-                Language::Python,
-                "tests/test_b.py",
-                &fenced("python", test),
-            )
-        })
-        .collect();
+    let responses = passing_python("b", 3);
     let args = |python: &std::path::Path| {
         vec![
             "--repo".to_string(),
@@ -605,18 +609,7 @@ fn a_repository_that_cannot_be_opened_is_bad_usage() {
 fn a_batch_log_shows_progress_with_total_rate_and_eta() {
     let Some(py) = ready() else { return };
     let repo = clover_testkit::fixture("python");
-    let test = "def test_ok():\n    assert True\n";
-    let responses: Vec<Response> = (1..=4)
-        .map(|i| {
-            response(
-                &format!("p{i}"),
-                "pyfix",
-                Language::Python,
-                "tests/test_p.py",
-                &fenced("python", test),
-            )
-        })
-        .collect();
+    let responses = passing_python("p", 4);
     let args = [
         "--repo",
         repo.to_str().unwrap(),
@@ -658,17 +651,9 @@ fn a_terminal_shows_a_progress_bar() {
     let repo = clover_testkit::fixture("python");
     let dir = tempfile::tempdir().unwrap();
     let input = dir.path().join("in.jsonl");
-    let text: String = (1..=3)
-        .map(|i| {
-            let r = response(
-                &format!("t{i}"),
-                "pyfix",
-                Language::Python,
-                "tests/test_t.py",
-                &fenced("python", "def test_ok():\n    assert True\n"),
-            );
-            serde_json::to_string(&r).unwrap() + "\n"
-        })
+    let text: String = passing_python("t", 3)
+        .iter()
+        .map(|r| serde_json::to_string(r).unwrap() + "\n")
         .collect();
     std::fs::write(&input, text).unwrap();
     let command = format!(
