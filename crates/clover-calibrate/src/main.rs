@@ -299,6 +299,7 @@ fn flush(
                 limits.cpu_secs = limits.wall.as_secs().max(1) * 2;
                 limits.memory_bytes = args.memory.unwrap_or(repo.memory_mb) << 20;
                 limits.pids = repo.pids;
+                limits.cpus = repo.cpus;
                 if first.language == Language::Cpp {
                     // Each C++ problem is calibrated on its own: one that cannot be is
                     // reported alone, and the others of its file go on.

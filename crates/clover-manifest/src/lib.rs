@@ -14,6 +14,7 @@
 //! python = ".venv/bin/python"     # relative to the repository, or absolute
 //! timeout_secs = 60
 //! memory_mb = 2048
+//! cpus = 1.0                      # CPU share of one run, in cores (0: no cap)
 //!
 //! [repo.env]
 //! LEDGER_STRICT = "1"
@@ -129,6 +130,8 @@ pub struct RepoConfig {
     pub timeout_secs: u64,
     pub memory_mb: u64,
     pub pids: u64,
+    /// CPU share of one run, in cores (a run's busy threads never take more); 0: no cap.
+    pub cpus: f64,
     /// Where `source_dirs` and `test_dirs` came from (the manifest, or which detection rule),
     /// one sentence each: what `clover extract --explain` prints.
     pub explanation: Vec<String>,
@@ -138,6 +141,9 @@ pub struct RepoConfig {
 pub const DEFAULT_TIMEOUT_SECS: u64 = 120;
 pub const DEFAULT_MEMORY_MB: u64 = 2048;
 pub const DEFAULT_PIDS: u64 = 256;
+/// One core per run: with `--jobs` runs at once, a busy-looping candidate cannot take the
+/// others' cores.
+pub const DEFAULT_CPUS: f64 = 1.0;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -171,6 +177,7 @@ struct RawRepo {
     timeout_secs: Option<u64>,
     memory_mb: Option<u64>,
     pids: Option<u64>,
+    cpus: Option<f64>,
 }
 
 fn dot() -> PathBuf {
@@ -239,6 +246,11 @@ impl Manifest {
                     "timeout_secs, memory_mb and pids must be at least 1".into(),
                 ));
             }
+            if r.cpus.is_some_and(|c| !(c.is_finite() && c >= 0.0)) {
+                return Err(invalid(
+                    "cpus must be a number of cores, 0 or more (0: no cap)".into(),
+                ));
+            }
             let mut explanation = detected.why;
             if let Some(dirs) = &r.source_dirs {
                 explanation[0] = format!("source_dirs = {}: from {}", list(dirs), path.display());
@@ -266,6 +278,7 @@ impl Manifest {
                 timeout_secs: r.timeout_secs.unwrap_or(DEFAULT_TIMEOUT_SECS),
                 memory_mb: r.memory_mb.unwrap_or(DEFAULT_MEMORY_MB),
                 pids: r.pids.unwrap_or(DEFAULT_PIDS),
+                cpus: r.cpus.unwrap_or(DEFAULT_CPUS),
                 root,
             });
         }
@@ -351,6 +364,7 @@ impl RepoConfig {
             timeout_secs: DEFAULT_TIMEOUT_SECS,
             memory_mb: DEFAULT_MEMORY_MB,
             pids: DEFAULT_PIDS,
+            cpus: DEFAULT_CPUS,
             root,
         })
     }

@@ -42,6 +42,7 @@ excludes = ["tests/slow/**"]
 python = ".venv/bin/python"
 timeout_secs = 30
 memory_mb = 512
+cpus = 0.5
 [repo.env]
 LEDGER_STRICT = "1"
 
@@ -64,10 +65,11 @@ link = ["gtest_main", "gtest"]
     assert_eq!(py.python, Some(dir.path().join("py/.venv/bin/python")));
     assert_eq!(py.env.get("LEDGER_STRICT").map(String::as_str), Some("1"));
     assert_eq!(
-        (py.timeout_secs, py.memory_mb, py.pids),
-        (30, 512, DEFAULT_PIDS)
+        (py.timeout_secs, py.memory_mb, py.pids, py.cpus),
+        (30, 512, DEFAULT_PIDS, 0.5)
     );
     let cc = m.repo("ccfix").unwrap();
+    assert_eq!(cc.cpus, DEFAULT_CPUS, "one core per run unless the manifest says");
     assert_eq!(cc.language, Language::Cpp);
     assert_eq!(cc.cxx, "g++");
     assert_eq!(cc.link, vec!["gtest_main", "gtest"]);
@@ -101,6 +103,8 @@ fn bad_values_are_errors() {
     assert!(err.contains("no [[repo]] table"), "{err}");
     let err = parse_err("[[repo\nname = 1");
     assert!(err.contains("line 1"), "{err}");
+    let err = parse_err("[[repo]]\nname = \"x\"\nlanguage = \"python\"\ncpus = -1.0\n");
+    assert!(err.contains("cpus must be a number of cores"), "{err}");
 }
 
 #[test]

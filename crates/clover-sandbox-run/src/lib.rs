@@ -336,6 +336,7 @@ impl<'a> ResponseRunner<'a> {
             cpu_secs: cfg.timeout_secs,
             memory_bytes: cfg.memory_mb << 20,
             pids: cfg.pids,
+            cpus: cfg.cpus,
             ..Limits::default()
         };
         let (run, outcome, tests, coverage, message) = match language {

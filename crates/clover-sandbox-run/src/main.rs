@@ -43,6 +43,9 @@ struct Cli {
     /// Memory limit in MiB (overrides the manifest; direct mode default 2048).
     #[arg(long, value_name = "MIB")]
     memory: Option<u64>,
+    /// CPU share of one run, in cores (overrides the manifest; default 1; 0: no cap).
+    #[arg(long, value_name = "CORES", value_parser = parse_cpus)]
+    cpus: Option<f64>,
     /// Where built C++ libraries under test are cached.
     #[arg(long, value_name = "DIR")]
     cache_dir: Option<PathBuf>,
@@ -82,6 +85,9 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         if let Some(m) = cli.memory {
             r.memory_mb = m;
         }
+        if let Some(c) = cli.cpus {
+            r.cpus = c;
+        }
     }
     let python = default_python(&cli.python);
     let sandbox = Sandbox::new()?;
@@ -120,6 +126,14 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         summary.skipped
     );
     Ok(io.finish()?)
+}
+
+/// `--cpus`: a number of cores, 0 or more.
+fn parse_cpus(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(c) if c.is_finite() && c >= 0.0 => Ok(c),
+        _ => Err(format!("`{s}` is not a number of cores (0 or more; 0: no cap)")),
+    }
 }
 
 /// The interpreter for repositories whose manifest names none (and that have no `.venv` or
@@ -201,6 +215,7 @@ fn direct(cli: Cli) -> anyhow::Result<()> {
         wall: Duration::from_secs(timeout),
         memory_bytes: cli.memory.unwrap_or(2048) << 20,
         cpu_secs: timeout,
+        cpus: cli.cpus.unwrap_or(clover_manifest::DEFAULT_CPUS),
         ..Limits::default()
     };
     let cov_sources = if cli.cov.is_empty() {

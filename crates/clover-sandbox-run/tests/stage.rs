@@ -675,3 +675,38 @@ fn a_terminal_shows_a_progress_bar() {
         "{screen}"
     );
 }
+
+/// `--cpus` (and the manifest's `cpus`) caps a run's CPU share: a candidate that busy-loops
+/// for a second of wall time gets about a quarter of a core under `--cpus 0.25`.
+#[test]
+fn cpus_caps_a_runs_cpu_share() {
+    let Some(py) = ready() else { return };
+    let repo = clover_testkit::fixture("python");
+    let test = "import time\n\ndef test_spin():\n    wall, cpu = time.monotonic(), time.process_time()\n    while time.monotonic() - wall < 1.0:\n        pass\n    share = (time.process_time() - cpu) / (time.monotonic() - wall)\n    assert share < 0.6, share\n";
+    let r = response(
+        "c1",
+        "pyfix",
+        Language::Python,
+        "tests/test_c.py",
+        &fenced("python", test),
+    );
+    let args = [
+        "--repo",
+        repo.to_str().unwrap(),
+        "--python",
+        py.to_str().unwrap(),
+        "--cpus",
+        "0.25",
+    ];
+    let (results, code, stderr) = run_stage(&[r], &args);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(
+        results[0].outcome,
+        Outcome::Passed,
+        "{:?} {}",
+        results[0].message,
+        results[0].stdout_tail
+    );
+    let (_, code, stderr) = run_stage(&[], &[&args[..4], &["--cpus", "-1"]].concat());
+    assert_eq!(code, 2, "a negative share is bad usage: {stderr}");
+}
