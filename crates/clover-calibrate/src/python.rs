@@ -282,7 +282,7 @@ fn run_pytest_once(
         report.failure = Some((
             ExclusionReason::Error,
             format!(
-                "pytest wrote no JUnit report (exit {:?}): {}",
+                "pytest wrote no JUnit report ({}): {}",
                 out.exit,
                 out.stderr.tail(400)
             ),
