@@ -12,6 +12,8 @@ use crate::docs::Row;
 use crate::step;
 
 pub fn run(root: &Path) -> Result<()> {
+    // What the measurements need (the test Python, the tokenizer, bubblewrap as a baseline).
+    crate::setup::run(root)?;
     step("cargo build --release");
     duct::cmd!("cargo", "build", "--release", "--workspace", "--bins").run()?;
     let mut rows = vec![jsonl_read(root)?];

@@ -1,7 +1,8 @@
 //! `cargo xtask setup`: everything the tests and the demo need, installed idempotently.
 //!
 //! - Debian packages for C++ (g++, GoogleTest, gcovr, dpkg-dev), Chromium (the HTML report test), and
-//!   GNU parallel and make (the scaling examples of `docs/examples`)
+//!   GNU parallel and make (the scaling examples of `docs/examples`), bubblewrap (the spawn
+//!   overhead's baseline in `cargo xtask bench`)
 //!   through `apt-get` when running as root; without root, a message naming what to install;
 //! - a Python virtual environment at `target/clover-venv` with pinned pytest, pytest-cov,
 //!   coverage, and sentencepiece and tokenizers (the tokenizer references);
@@ -44,6 +45,8 @@ const DEBIAN_PACKAGES: &[(&str, &str)] = &[
     // docs/examples/parallel.sh is run by clover-e2e's tests.
     ("parallel", "/usr/bin/parallel"),
     ("make", "/usr/bin/make"),
+    // `cargo xtask bench` sets the sandbox's spawn overhead beside bubblewrap's.
+    ("bubblewrap", "/usr/bin/bwrap"),
 ];
 
 const TOKENIZER_PACKAGE: &str = "mistral-common==1.13.1";
