@@ -69,7 +69,10 @@ link = ["gtest_main", "gtest"]
         (30, 512, DEFAULT_PIDS, 0.5)
     );
     let cc = m.repo("ccfix").unwrap();
-    assert_eq!(cc.cpus, DEFAULT_CPUS, "one core per run unless the manifest says");
+    assert_eq!(
+        cc.cpus, DEFAULT_CPUS,
+        "one core per run unless the manifest says"
+    );
     assert_eq!(cc.language, Language::Cpp);
     assert_eq!(cc.cxx, "g++");
     assert_eq!(cc.link, vec!["gtest_main", "gtest"]);

@@ -132,7 +132,9 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
 fn parse_cpus(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
         Ok(c) if c.is_finite() && c >= 0.0 => Ok(c),
-        _ => Err(format!("`{s}` is not a number of cores (0 or more; 0: no cap)")),
+        _ => Err(format!(
+            "`{s}` is not a number of cores (0 or more; 0: no cap)"
+        )),
     }
 }
 
