@@ -1,10 +1,9 @@
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
 use anyhow::{bail, Context};
 use clap::Parser;
-use clover_manifest::RepoConfig;
+use clover_manifest::{RepoArgs, RepoConfig};
 use clover_pack_context::{
     print_summary, run, ClozeTemplate, Options, OutputFormat, Setting, SplitRatios, Tokenizer, TOOL,
 };
@@ -17,12 +16,10 @@ use clover_protocol::{exit, finish_main, StageArgs, Task};
 struct Args {
     #[command(flatten)]
     stage: StageArgs,
-    /// Repository manifest naming every repository in the input.
-    #[arg(long, value_name = "FILE")]
-    manifest: Option<PathBuf>,
-    /// A repository folder (with or without a clover.toml), instead of --manifest.
-    #[arg(long, value_name = "DIR")]
-    repo: Option<PathBuf>,
+    /// The repositories the input names: a manifest and/or `--repo DIR` (repeatable), as
+    /// calibrate and sandbox-run take them.
+    #[command(flatten)]
+    repos: RepoArgs,
     /// Seed of every random choice; the same input and seed give the same output bytes.
     #[arg(long, default_value_t = 0)]
     seed: u64,
@@ -139,8 +136,8 @@ fn real_main(args: Args) -> anyhow::Result<u8> {
         );
         return Ok(exit::USAGE);
     }
-    let repos = match RepoConfig::resolve(args.manifest.as_deref(), None, args.repo.as_deref()) {
-        Ok(r) => r,
+    let repos: Vec<RepoConfig> = match args.repos.resolve() {
+        Ok(r) => r.into_values().collect(),
         Err(e) => {
             eprintln!("{TOOL}: error: {e}");
             return Ok(exit::USAGE);

@@ -1147,3 +1147,43 @@ fn a_missing_tokenizer_says_how_to_get_one() {
         "{stderr}"
     );
 }
+
+/// `--repo` repeats, as in calibrate and sandbox-run: the Python and the C++ fixture in one
+/// run give what each gives alone.
+#[test]
+fn repo_repeats_like_the_other_stages() {
+    let Some(model) = clover_testkit::tokenizer_model() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let both = dir.path().join("both.jsonl");
+    let text = std::fs::read_to_string(data(PY.0)).unwrap()
+        + &std::fs::read_to_string(data(CPP.0)).unwrap();
+    std::fs::write(&both, text).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_clover-pack-context"))
+        .arg(&both)
+        .arg("--repo")
+        .arg(workspace().join("fixtures/python"))
+        .arg("--repo")
+        .arg(workspace().join("fixtures/cpp"))
+        .arg("--tokenizer")
+        .arg(&model)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines = |bytes: &[u8]| {
+        let mut l: Vec<String> = String::from_utf8_lossy(bytes)
+            .lines()
+            .map(String::from)
+            .collect();
+        l.sort();
+        l
+    };
+    let mut alone = pack(&model, PY.0, PY.1, &[]);
+    alone.extend(pack(&model, CPP.0, CPP.1, &[]));
+    assert_eq!(lines(&out.stdout), lines(&alone));
+}
