@@ -202,6 +202,16 @@ fn run(args: Args) -> Result<u8> {
             secs,
             out.summary.bytes as f64 / 1e6 / secs.max(1e-9)
         );
+        if out.summary.problems == 0 {
+            // Nothing to benchmark is rarely what was meant: say where extract looked.
+            eprintln!(
+                "{TOOL}: warning: {}: no problem extracted (test folders {}, test files {}); \
+                 name them with test_dirs and test_globs in clover.toml (see --explain)",
+                repo.name,
+                list(&repo.test_dirs),
+                repo.test_globs.join(", ")
+            );
+        }
     }
     if args.format == Format::CppUtBench {
         let mut buf = Vec::new();
@@ -251,6 +261,16 @@ fn explain(repo: &RepoConfig, opts: &ExtractOptions, out: &Extraction) {
             Some(issue) => eprintln!("{TOOL}: explain: {name}:   left out {issue}"),
             None => eprintln!("{TOOL}: explain: {name}:   test file {file}"),
         }
+    }
+}
+
+/// Folders as `a, b` (`.` for the repository root).
+fn list(dirs: &[std::path::PathBuf]) -> String {
+    let names: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
+    if names.is_empty() {
+        ".".into()
+    } else {
+        names.join(", ")
     }
 }
 

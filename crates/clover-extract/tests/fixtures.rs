@@ -353,3 +353,21 @@ fn copy_dir(from: &Path, to: &Path) {
         }
     }
 }
+
+/// A repository where extract finds no test is no silent `0 problem(s)`: a warning says where
+/// it looked and how to point it elsewhere (the exit code stays 0: nothing was bad).
+#[test]
+fn a_repository_without_tests_is_warned_about() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("src/pkg")).unwrap();
+    std::fs::write(dir.path().join("src/pkg/__init__.py"), "X = 1\n").unwrap();
+    let (stdout, stderr, code) = run(&["--repo", dir.path().to_str().unwrap()]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.is_empty());
+    assert!(
+        stderr.contains("warning:")
+            && stderr.contains("no problem extracted")
+            && stderr.contains("test_dirs and test_globs"),
+        "{stderr}"
+    );
+}
