@@ -270,10 +270,10 @@ fn run_pytest_once(
         collection_errors: HashMap::new(),
         failure: None,
     };
-    if out.limit_hit.is_some() {
+    if let Some(limit) = out.limit_hit {
         report.failure = Some((
             ExclusionReason::Timeout,
-            format!("the run hit a limit: {:?}", out.limit_hit),
+            format!("the run hit its {limit} limit"),
         ));
         return Ok(report);
     }

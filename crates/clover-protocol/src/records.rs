@@ -580,6 +580,21 @@ pub enum LimitHit {
     Disk,
 }
 
+impl std::fmt::Display for LimitHit {
+    /// The limit in words, for messages: `wall-clock`, `memory`, …
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            LimitHit::WallClock => "wall-clock",
+            LimitHit::CpuTime => "CPU-time",
+            LimitHit::Memory => "memory",
+            LimitHit::Pids => "process-count",
+            LimitHit::FileSize => "file-size",
+            LimitHit::OpenFiles => "open-files",
+            LimitHit::Disk => "disk",
+        })
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum TestOutcome {

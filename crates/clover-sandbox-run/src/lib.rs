@@ -384,7 +384,21 @@ impl<'a> ResponseRunner<'a> {
         result.outcome = outcome;
         result.tests = tests;
         result.coverage = coverage;
-        result.message = message;
+        // A limit the run passed is named with its value and the knob that sets it (what a
+        // killed run did not write, a report, follows from it and is not said).
+        result.message = match outcome {
+            Outcome::Timeout => Some(format!(
+                "the run passed its wall-clock limit of {} s (timeout_secs in clover.toml, or \
+                 --timeout)",
+                cfg.timeout_secs
+            )),
+            Outcome::Oom => Some(format!(
+                "the run passed its memory limit of {} MiB (memory_mb in clover.toml, or \
+                 --memory)",
+                cfg.memory_mb
+            )),
+            _ => message,
+        };
         result.duration_secs = started.elapsed().as_secs_f64();
         Ok(result)
     }

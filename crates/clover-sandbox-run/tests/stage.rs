@@ -710,3 +710,34 @@ fn cpus_caps_a_runs_cpu_share() {
     let (_, code, stderr) = run_stage(&[], &[&args[..4], &["--cpus", "-1"]].concat());
     assert_eq!(code, 2, "a negative share is bad usage: {stderr}");
 }
+
+/// A run that passes its wall clock says which limit, with its value and how to change it.
+#[test]
+fn a_timeout_names_its_limit() {
+    let Some(py) = ready() else { return };
+    let repo = clover_testkit::fixture("python");
+    let test = "import time\n\ndef test_slow():\n    time.sleep(60)\n";
+    let r = response(
+        "t1",
+        "pyfix",
+        Language::Python,
+        "tests/test_t.py",
+        &fenced("python", test),
+    );
+    let args = [
+        "--repo",
+        repo.to_str().unwrap(),
+        "--python",
+        py.to_str().unwrap(),
+        "--timeout",
+        "2",
+    ];
+    let (results, code, stderr) = run_stage(&[r], &args);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(results[0].outcome, Outcome::Timeout);
+    let m = results[0].message.as_deref().unwrap_or_default();
+    assert!(
+        m.contains("wall-clock limit of 2 s") && m.contains("--timeout"),
+        "{m}"
+    );
+}

@@ -547,7 +547,7 @@ impl LibraryCache {
         let out = sandbox.run(&spec)?;
         if !out.exit.success() {
             let why = match out.limit_hit {
-                Some(l) => format!("the build hit its {l:?} limit"),
+                Some(l) => format!("the build hit its {l} limit"),
                 None => first_errors(&out.stderr.text()),
             };
             return Ok(Err(why));
@@ -1150,7 +1150,7 @@ impl Measure<'_> {
         let out = sandbox.run(&spec)?;
         let Some(bytes) = out.file(COVERAGE_XML).and_then(Collected::bytes) else {
             let ended = match (out.limit_hit, out.exit) {
-                (Some(l), _) => format!("hit its {l:?} limit"),
+                (Some(l), _) => format!("hit its {l} limit"),
                 (None, ExitStatus::Code(c)) => format!("exited with {c}"),
                 (None, ExitStatus::Signal(s)) => format!("was killed by signal {s}"),
             };

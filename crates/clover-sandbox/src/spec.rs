@@ -239,7 +239,7 @@ pub(crate) fn verdict_of_ending<'a>(
         Some(l) => {
             return Err((
                 Outcome::Killed,
-                Some(format!("the run hit its {l:?} limit")),
+                Some(format!("the run hit its {l} limit")),
             ))
         }
         None => {}
