@@ -236,12 +236,7 @@ pub(crate) fn verdict_of_ending<'a>(
     match limit {
         Some(LimitHit::WallClock) => return Err((Outcome::Timeout, None)),
         Some(LimitHit::Memory) => return Err((Outcome::Oom, None)),
-        Some(l) => {
-            return Err((
-                Outcome::Killed,
-                Some(format!("the run hit its {l} limit")),
-            ))
-        }
+        Some(l) => return Err((Outcome::Killed, Some(format!("the run hit its {l} limit")))),
         None => {}
     }
     let code = match exit {
