@@ -13,10 +13,10 @@ use clover_calibrate::{
 use clover_manifest::{RepoArgs, RepoConfig};
 use clover_protocol::{
     finish_main, CalibratedProblem, Language, Problem, RecordReader, Shard, StageArgs, StageIo,
-    Stopped,
+    Stopped, Usage,
 };
 use clover_sandbox::gtest::LibraryCache;
-use clover_sandbox::{Limits, Sandbox};
+use clover_sandbox::{check_python, InterpreterError, Limits, OnceMap, Sandbox};
 use rayon::prelude::*;
 
 const TOOL: &str = "clover-calibrate";
@@ -60,7 +60,7 @@ fn main() -> ExitCode {
 }
 
 fn run(args: Args) -> Result<u8> {
-    let repos = args.repos.resolve()?;
+    let repos = args.repos.resolve().map_err(Usage::from_error)?;
     let sandbox = Sandbox::new().context("cannot start the sandbox")?;
     let default_python = args
         .python
@@ -74,7 +74,9 @@ fn run(args: Args) -> Result<u8> {
     let cache = LibraryCache::new(LibraryCache::default_dir())
         .context("cannot open the C++ library cache")?;
     let empties = EmptyRuns::default();
+    let interpreters = OnceMap::default();
     let ctx = Ctx {
+        interpreters: &interpreters,
         sandbox: &sandbox,
         cache: &cache,
         empties: &empties,
@@ -265,6 +267,55 @@ struct Ctx<'a> {
     args: &'a Args,
     default_python: &'a std::path::Path,
     pool: &'a rayon::ThreadPool,
+    /// Each interpreter's check before its first run: `Err` says why it cannot serve.
+    interpreters: &'a OnceMap<PathBuf, Result<(), String>>,
+}
+
+/// The interpreter a Python repository's problems run under: `--python`, the manifest's (or
+/// the detected `.venv`), else the default; absolute, as the sandbox binds it.
+fn python_for(args: &Args, repo: &RepoConfig, default: &std::path::Path) -> PathBuf {
+    let python = args
+        .python
+        .clone()
+        .or_else(|| repo.python.clone())
+        .unwrap_or_else(|| default.to_path_buf());
+    std::path::absolute(&python).unwrap_or(python)
+}
+
+/// Checks, once per interpreter and before its first run, that the groups' Python
+/// interpreters can run pytest with coverage (see `clover_sandbox::check_python`); one that
+/// cannot stops the stage as bad usage, saying how to fix it.
+fn check_interpreters(ctx: &Ctx, groups: &[Group]) -> Result<()> {
+    for g in groups {
+        let first = &g.problems[0];
+        let Some(repo) = ctx.repos.get(&first.repo) else {
+            continue;
+        };
+        if first.language != Language::Python {
+            continue;
+        }
+        let python = python_for(ctx.args, repo, ctx.default_python);
+        if !python.is_file() {
+            continue;
+        }
+        let checked = ctx
+            .interpreters
+            .get_or_make(&python, || {
+                match check_python(ctx.sandbox, &python, &repo.root) {
+                    Ok(tools) => {
+                        eprintln!("{TOOL}: {}: {tools}", python.display());
+                        Ok(Ok(()))
+                    }
+                    Err(e @ InterpreterError::Unusable { .. }) => Ok(Err(e.to_string())),
+                    Err(InterpreterError::Sandbox(e)) => Err(e),
+                }
+            })
+            .context("checking the interpreter")?;
+        if let Some(Err(why)) = checked {
+            return Err(Usage(why).into());
+        }
+    }
+    Ok(())
 }
 
 fn flush(
@@ -282,8 +333,10 @@ fn flush(
         args,
         default_python,
         pool,
+        ..
     } = *ctx;
     let groups = std::mem::take(pending);
+    check_interpreters(ctx, &groups)?;
     // Each group's records, the problems of it that failed alone (C++: by their index in the
     // group), and how many test files it compiled (C++).
     let results: Vec<Result<GroupDone, String>> = pool.install(|| {
@@ -321,13 +374,7 @@ fn flush(
                     }
                     return Ok(done);
                 }
-                let python = args
-                    .python
-                    .clone()
-                    .or_else(|| repo.python.clone())
-                    .unwrap_or_else(|| default_python.to_path_buf());
-                // The sandbox needs the interpreter's real, absolute path to bind it.
-                let python = std::path::absolute(&python).unwrap_or(python);
+                let python = python_for(args, repo, default_python);
                 if !python.is_file() {
                     return Err(format!(
                         "the interpreter {} of repository `{}` does not exist; name one with --python or `python` in the manifest",

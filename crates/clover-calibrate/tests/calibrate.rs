@@ -774,3 +774,64 @@ fn lines_any_import_runs_make_no_unique_block() {
     // ...and none of them is offered as a block.
     assert_eq!(r.unique_blocks, vec![], "{:?}", r.unique_blocks);
 }
+
+/// An interpreter without pytest is found once, before the first run, and stops calibrate
+/// as bad usage with how to fix it (it used to end every problem as `excluded_error` and exit
+/// 0); a good one is reported once with its versions; a repository that cannot be opened is
+/// bad usage too.
+#[test]
+fn an_interpreter_without_pytest_stops_calibrate_as_bad_usage() {
+    let (Some(python), Some(())) = (clover_testkit::python(), clover_testkit::root()) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let fixture = clover_testkit::fixture("python");
+    let repo = &RepoConfig::resolve(None, None, Some(&fixture)).unwrap()[0];
+    let problems: Vec<Problem> = extract(repo)
+        .into_iter()
+        .filter(|p| p.id.contains("test_money.py"))
+        .collect();
+    let input = write_problems(dir.path(), &problems);
+    let venv = dir.path().join("bare");
+    let made = Command::new(&python)
+        .args(["-m", "venv", "--without-pip"])
+        .arg(&venv)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let run = |python: &Path, repo: &Path| {
+        Command::new(env!("CARGO_BIN_EXE_clover-calibrate"))
+            .arg(&input)
+            .args(["--repo", repo.to_str().unwrap(), "--python"])
+            .arg(python)
+            .output()
+            .unwrap()
+    };
+    let out = run(&venv.join("bin/python"), &fixture);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("No module named 'pytest'") && stderr.contains("pip install"),
+        "{stderr}"
+    );
+    assert_eq!(
+        stderr.matches("cannot run clover's tests").count(),
+        1,
+        "{stderr}"
+    );
+    let out = run(&python, &fixture);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(
+        stderr.matches(", pytest ").count(),
+        1,
+        "versions once: {stderr}"
+    );
+    let out = run(&python, Path::new("/nonexistent/clover-repo"));
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
