@@ -16,7 +16,7 @@ use clover_protocol::{
     Stopped, Usage,
 };
 use clover_sandbox::gtest::LibraryCache;
-use clover_sandbox::{check_python, InterpreterError, Limits, OnceMap, Sandbox};
+use clover_sandbox::{CheckedInterpreters, Limits, Sandbox};
 use rayon::prelude::*;
 
 const TOOL: &str = "clover-calibrate";
@@ -74,7 +74,7 @@ fn run(args: Args) -> Result<u8> {
     let cache = LibraryCache::new(LibraryCache::default_dir())
         .context("cannot open the C++ library cache")?;
     let empties = EmptyRuns::default();
-    let interpreters = OnceMap::default();
+    let interpreters = CheckedInterpreters::default();
     let ctx = Ctx {
         interpreters: &interpreters,
         sandbox: &sandbox,
@@ -268,7 +268,7 @@ struct Ctx<'a> {
     default_python: &'a std::path::Path,
     pool: &'a rayon::ThreadPool,
     /// Each interpreter's check before its first run: `Err` says why it cannot serve.
-    interpreters: &'a OnceMap<PathBuf, Result<(), String>>,
+    interpreters: &'a CheckedInterpreters,
 }
 
 /// The interpreter a Python repository's problems run under: `--python`, the manifest's (or
@@ -300,18 +300,11 @@ fn check_interpreters(ctx: &Ctx, groups: &[Group]) -> Result<()> {
         }
         let checked = ctx
             .interpreters
-            .get_or_make(&python, || {
-                match check_python(ctx.sandbox, &python, &repo.root) {
-                    Ok(tools) => {
-                        eprintln!("{TOOL}: {}: {tools}", python.display());
-                        Ok(Ok(()))
-                    }
-                    Err(e @ InterpreterError::Unusable { .. }) => Ok(Err(e.to_string())),
-                    Err(InterpreterError::Sandbox(e)) => Err(e),
-                }
+            .check(ctx.sandbox, &python, &repo.root, |tools| {
+                eprintln!("{TOOL}: {}: {tools}", python.display());
             })
             .context("checking the interpreter")?;
-        if let Some(Err(why)) = checked {
+        if let Err(why) = checked {
             return Err(Usage(why).into());
         }
     }

@@ -33,8 +33,7 @@ use clover_protocol::{
 use clover_sandbox::gtest::{CppProject, GtestRun, LibraryCache, LibraryError};
 use clover_sandbox::pytest::PytestRun;
 use clover_sandbox::{
-    check_python, check_relative, InterpreterError, Limits, OnceMap, PythonTools, RunOutput,
-    Sandbox, SandboxError, WriteFile,
+    check_relative, CheckedInterpreters, Limits, RunOutput, Sandbox, SandboxError, WriteFile,
 };
 use clover_screen::{Finding, Screen};
 
@@ -57,7 +56,7 @@ pub struct ResponseRunner<'a> {
     screen: Option<Screen>,
     /// Each interpreter's check, made before its first run: the versions, or why it cannot
     /// serve (then the stage stops).
-    interpreters: OnceMap<PathBuf, Result<PythonTools, String>>,
+    interpreters: CheckedInterpreters,
 }
 
 #[derive(Debug)]
@@ -123,7 +122,7 @@ impl<'a> ResponseRunner<'a> {
             default_python,
             cache: LibraryCache::new(cache_dir)?,
             screen: Some(Screen::default()),
-            interpreters: OnceMap::default(),
+            interpreters: CheckedInterpreters::default(),
         })
     }
 
@@ -254,28 +253,14 @@ impl<'a> ResponseRunner<'a> {
         Ok(result)
     }
 
-    /// Checks `python` once, before its first run (see [`check_python`]), and says on stderr
+    /// Checks `python` once, before its first run (see `clover_sandbox::check_python`), and says on stderr
     /// what it found.
     fn check_interpreter(&self, python: &Path, repo: &Path) -> Result<(), ResponseError> {
-        let checked =
-            self.interpreters.get_or_make(&python.to_path_buf(), || {
-                match check_python(self.sandbox, python, repo) {
-                    Ok(tools) => {
-                        eprintln!("clover-sandbox-run: {}: {tools}", python.display());
-                        Ok(Ok(tools))
-                    }
-                    Err(e @ InterpreterError::Unusable { .. }) => Ok(Err(e.to_string())),
-                    Err(InterpreterError::Sandbox(e)) => Err(e),
-                }
-            })?;
-        match checked {
-            Some(Ok(_)) => Ok(()),
-            Some(Err(why)) => Err(ResponseError::Interpreter(why)),
-            None => Err(ResponseError::Interpreter(format!(
-                "the check of {} could not be carried out",
-                python.display()
-            ))),
-        }
+        self.interpreters
+            .check(self.sandbox, python, repo, |tools| {
+                eprintln!("clover-sandbox-run: {}: {tools}", python.display());
+            })?
+            .map_err(ResponseError::Interpreter)
     }
 
     fn repo_of(&self, response: &Response) -> Result<&Repo, ResponseError> {

@@ -7,6 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::once::OnceMap;
 use crate::pytest::python_binds;
 use crate::spec::{Limits, RunSpec};
 use crate::{Sandbox, SandboxError};
@@ -92,5 +93,41 @@ pub fn check_python(
                 None => status,
             }))
         }
+    }
+}
+
+/// Interpreters checked once each, however many runs and threads ask: what calibrate and
+/// sandbox-run consult before a Python run.
+#[derive(Debug, Default)]
+pub struct CheckedInterpreters {
+    checked: OnceMap<PathBuf, Result<(), String>>,
+}
+
+impl CheckedInterpreters {
+    /// `Ok(Ok(()))` when `python` can serve (`first` gets its versions, the first time only),
+    /// `Ok(Err(why))` when it cannot. A sandbox failure is returned and asked again later.
+    pub fn check(
+        &self,
+        sandbox: &Sandbox,
+        python: &Path,
+        repo: &Path,
+        first: impl FnOnce(&PythonTools),
+    ) -> Result<Result<(), String>, SandboxError> {
+        let checked = self.checked.get_or_make(&python.to_path_buf(), || {
+            match check_python(sandbox, python, repo) {
+                Ok(tools) => {
+                    first(&tools);
+                    Ok(Ok(()))
+                }
+                Err(e @ InterpreterError::Unusable { .. }) => Ok(Err(e.to_string())),
+                Err(InterpreterError::Sandbox(e)) => Err(e),
+            }
+        })?;
+        Ok(checked.unwrap_or_else(|| {
+            Err(format!(
+                "the check of {} could not be carried out",
+                python.display()
+            ))
+        }))
     }
 }

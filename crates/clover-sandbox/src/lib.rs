@@ -101,7 +101,7 @@ mod spec;
 pub use capture::Captured;
 pub use error::SandboxError;
 pub use fs::check_relative;
-pub use interpreter::{check_python, InterpreterError, PythonTools};
+pub use interpreter::{check_python, CheckedInterpreters, InterpreterError, PythonTools};
 pub use once::OnceMap;
 pub use sandbox::Sandbox;
 pub use spec::{
