@@ -44,15 +44,18 @@ fn response(id: &str, repo: &str, language: Language, path: &str, text: &str) ->
 fn passing_python(prefix: &str, n: usize) -> Vec<Response> {
     (1..=n)
         .map(|i| {
-            response(
+            python_response(
                 &format!("{prefix}{i}"),
-                "pyfix",
-                Language::Python,
                 &format!("tests/test_{prefix}.py"),
-                &fenced("python", "def test_ok():\n    assert True\n"),
+                "def test_ok():\n    assert True\n",
             )
         })
         .collect()
+}
+
+/// A response of the Python fixture whose answer is `test` in a fenced block.
+fn python_response(id: &str, path: &str, test: &str) -> Response {
+    response(id, "pyfix", Language::Python, path, &fenced("python", test))
 }
 
 fn fenced(lang: &str, code: &str) -> String {
@@ -102,20 +105,8 @@ fn python_responses_become_results_in_input_order() {
     let mut empty = response("r3", "pyfix", Language::Python, "tests/test_c3.py", "");
     empty.error = Some("the server said 500".into());
     let responses = vec![
-        response(
-            "r1",
-            "pyfix",
-            Language::Python,
-            "tests/test_c1.py",
-            &fenced("python", pass),
-        ),
-        response(
-            "r2",
-            "pyfix",
-            Language::Python,
-            "tests/test_c2.py",
-            &fenced("python", fail),
-        ),
+        python_response("r1", "tests/test_c1.py", pass),
+        python_response("r2", "tests/test_c2.py", fail),
         empty,
         response(
             "r4",
@@ -124,13 +115,7 @@ fn python_responses_become_results_in_input_order() {
             "tests/test_c4.py",
             &fenced("python", pass),
         ),
-        response(
-            "r5",
-            "pyfix",
-            Language::Python,
-            "tests/test_c5.py",
-            &fenced("python", pass),
-        ),
+        python_response("r5", "tests/test_c5.py", pass),
     ];
     let (results, code, stderr) = run_stage(
         &responses,
@@ -400,31 +385,13 @@ fn candidates_that_reach_the_verdict_machinery_are_rejected_unrun() {
     let exit = "import os\n\ndef test_add():\n    assert 1 == 2\n    os._exit(0)\n";
     let hook = "def test_add(request):\n    request.config.pluginmanager.register(object())\n";
     let honest = "def test_add():\n    assert helper() == 1\n";
-    let mut with_prefix = response(
-        "s3",
-        "pyfix",
-        Language::Python,
-        "tests/test_s3.py",
-        &fenced("python", honest),
-    );
+    let mut with_prefix = python_response("s3", "tests/test_s3.py", honest);
     // The prefix uses `atexit`: the ground truth's setup, outside the model's lines.
     with_prefix.exec.prefix =
         "import atexit\n\ndef helper():\n    atexit.register(print)\n    return 1\n\n".into();
     let responses = vec![
-        response(
-            "s1",
-            "pyfix",
-            Language::Python,
-            "tests/test_s1.py",
-            &fenced("python", exit),
-        ),
-        response(
-            "s2",
-            "pyfix",
-            Language::Python,
-            "tests/test_s2.py",
-            &fenced("python", hook),
-        ),
+        python_response("s1", "tests/test_s1.py", exit),
+        python_response("s2", "tests/test_s2.py", hook),
         with_prefix,
     ];
     let args = [
@@ -683,13 +650,7 @@ fn cpus_caps_a_runs_cpu_share() {
     let Some(py) = ready() else { return };
     let repo = clover_testkit::fixture("python");
     let test = "import time\n\ndef test_spin():\n    wall, cpu = time.monotonic(), time.process_time()\n    while time.monotonic() - wall < 1.0:\n        pass\n    share = (time.process_time() - cpu) / (time.monotonic() - wall)\n    assert share < 0.6, share\n";
-    let r = response(
-        "c1",
-        "pyfix",
-        Language::Python,
-        "tests/test_c.py",
-        &fenced("python", test),
-    );
+    let r = python_response("c1", "tests/test_c.py", test);
     let args = [
         "--repo",
         repo.to_str().unwrap(),
@@ -717,13 +678,7 @@ fn a_timeout_names_its_limit() {
     let Some(py) = ready() else { return };
     let repo = clover_testkit::fixture("python");
     let test = "import time\n\ndef test_slow():\n    time.sleep(60)\n";
-    let r = response(
-        "t1",
-        "pyfix",
-        Language::Python,
-        "tests/test_t.py",
-        &fenced("python", test),
-    );
+    let r = python_response("t1", "tests/test_t.py", test);
     let args = [
         "--repo",
         repo.to_str().unwrap(),
