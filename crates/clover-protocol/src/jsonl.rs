@@ -605,7 +605,7 @@ fn repair_and_collect_ids(file: &mut File, path: &Path) -> io::Result<HashSet<St
     while !rest.is_empty() {
         line_no += 1;
         let Some(end) = memchr(b'\n', rest) else {
-            eprintln!(
+            crate::diag!(
                 "warning: {}:{line_no}: dropped a half-written last line left by an interrupted run",
                 path.display()
             );
@@ -624,7 +624,7 @@ fn repair_and_collect_ids(file: &mut File, path: &Path) -> io::Result<HashSet<St
                 ids.insert(id);
             }
             None => {
-                eprintln!(
+                crate::diag!(
                     "warning: {}:{line_no}: dropped a line that is not a record; it will be redone",
                     path.display()
                 );

@@ -17,12 +17,15 @@
 //! - [`ChunkOf`]: where a C++ chunk instance stands among its source's chunks, and the id of
 //!   the whole file its answer joins into;
 //! - [`StageArgs`], [`StageIo`], [`exit`] and [`finish_main`]: the flags, error policy, exit
-//!   codes and broken-pipe handling every stage binary shares.
+//!   codes and broken-pipe handling every stage binary shares;
+//! - [`diag!`]: a line to stderr that, unlike `eprintln!`, does not panic when stderr is
+//!   closed, so a stage whose stderr reader went away still finishes its records.
 //!
 //! It deliberately knows nothing of how a stage does its work: no parsing of source code, no
 //! processes, no sandbox.
 
 mod chunks;
+mod diag;
 mod jsonl;
 mod lines;
 mod progress;
@@ -31,6 +34,7 @@ mod shard;
 mod stage;
 
 pub use chunks::{file_instance_id, ChunkOf, JOIN_APPEND};
+pub use diag::write_diag;
 pub use jsonl::{
     is_special_file, partial_path, write_whole, Location, RecordError, RecordReader, RecordWriter,
     DEFAULT_MAX_LINE_BYTES,

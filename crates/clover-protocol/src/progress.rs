@@ -67,7 +67,7 @@ impl Progress {
         if let Some(every) = self.every {
             if self.said.elapsed() >= every {
                 self.said = Instant::now();
-                eprintln!("{}: progress: {}", self.tool, self.line());
+                crate::diag!("{}: progress: {}", self.tool, self.line());
             }
         }
     }

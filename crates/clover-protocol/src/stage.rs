@@ -121,13 +121,13 @@ impl BadRecords {
             }
             self.repeats.insert(found.clone(), 0);
         }
-        eprintln!("{tool}: error: {e}");
+        crate::diag!("{tool}: error: {e}");
     }
 
     /// The repeats not printed, one line per kind.
     pub fn summarize(&self, tool: &str) {
         for (kind, n) in self.repeats.iter().filter(|(_, n)| **n > 0) {
-            eprintln!("{tool}: error: {n} more `{kind}` record(s) skipped for the same reason");
+            crate::diag!("{tool}: error: {n} more `{kind}` record(s) skipped for the same reason");
         }
     }
 }
@@ -216,7 +216,7 @@ impl StageIo {
     /// Reports a record that could not be processed (not an input error) and counts it.
     pub fn report_failed(&mut self, line: u64, id: &str, why: &dyn std::fmt::Display) {
         self.bad.count += 1;
-        eprintln!(
+        crate::diag!(
             "{}: error: {}:{line} (id {id}): {why}",
             self.tool,
             self.reader.source_name()
@@ -260,9 +260,10 @@ impl StageIo {
         self.writer.finish()?;
         self.bad.summarize(&self.tool);
         Ok(if self.bad.count > 0 {
-            eprintln!(
+            crate::diag!(
                 "{}: {} bad record(s) reported above",
-                self.tool, self.bad.count
+                self.tool,
+                self.bad.count
             );
             exit::BAD_RECORDS
         } else {
@@ -281,14 +282,14 @@ pub fn finish_main(tool: &str, result: anyhow::Result<u8>) -> ExitCode {
                 return ExitCode::from(exit::OK);
             }
             if e.downcast_ref::<Stopped>().is_some() {
-                eprintln!("{tool}: {e}");
+                crate::diag!("{tool}: {e}");
                 return ExitCode::from(exit::STOPPED);
             }
             if e.chain().any(|c| c.is::<Usage>()) {
-                eprintln!("{tool}: error: {e:#}");
+                crate::diag!("{tool}: error: {e:#}");
                 return ExitCode::from(exit::USAGE);
             }
-            eprintln!("{tool}: error: {e:#}");
+            crate::diag!("{tool}: error: {e:#}");
             ExitCode::from(exit::FAILURE)
         }
     }

@@ -5,8 +5,9 @@
 //! skipped with a printed reason — unless `CLOVER_REQUIRE_TOOLS=1` (set by `cargo xtask test`
 //! and so by CI), where a missing tool fails the test, so no check can quietly stop running.
 //!
-//! It deliberately holds no test logic: only where things are, and a fake chat-completions
-//! server ([`fake_chat`]) that the tests of several crates talk to.
+//! It deliberately holds no test logic: only where things are, a fake chat-completions
+//! server ([`fake_chat`]) that the tests of several crates talk to, and a pipe nobody reads
+//! ([`closed_pipe`]) for the stages' closed-stderr tests.
 
 use std::path::{Path, PathBuf};
 
@@ -109,4 +110,18 @@ pub fn cpp_toolchain() -> Option<()> {
         require(tool, Path::new(tool).exists().then_some(()))?;
     }
     Some(())
+}
+
+/// The write end of a pipe whose reader is already gone, for a child's stderr or stdout: every
+/// write to it fails with EPIPE, from the first one on (`2> >(head -0)` without the race).
+/// The reader is a `true` that exits without reading; std alone has no `pipe()` at the
+/// workspace's MSRV.
+pub fn closed_pipe() -> std::process::Stdio {
+    let mut reader = std::process::Command::new("true")
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .expect("true runs");
+    let writer = reader.stdin.take().expect("a piped stdin");
+    reader.wait().expect("true ends");
+    writer.into()
 }
