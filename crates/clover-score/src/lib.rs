@@ -46,32 +46,53 @@
 //!   is a tie) or, as the paper, one ([`JudgeOrder`]); Wilson 95% intervals; a pair whose
 //!   request failed or whose answer could not be read is `undecided`, apart from ties.
 //!
-//! Reports: Markdown tables ([`to_markdown`], which read as they are on a terminal), JSON
-//! ([`to_json`]: `{"rows":[{"model","task","setting","repo","n","metrics"}],
-//! "utilization":[…],"judge":[…]}`), `ScoreRow` JSON Lines ([`to_score_rows`]) and one
-//! self-contained HTML page with inline SVG plots of the headline metric against context
-//! length ([`to_html`]: no script, no external resource).
+//! - **Intervals** ([`Bootstrap`]): every metric of every row gets a 95% percentile bootstrap
+//!   interval over the row's instances, seeded (per row, from the seed and the row's id) so
+//!   the same input gives the same bytes.
+//!
+//! Reports: Markdown tables ([`to_markdown`], which read as they are on a terminal, the
+//! headline metric's interval in the last column), JSON ([`to_json`]:
+//! `{"rows":[{"model","task","setting","repo","n","metrics","ci"}],"utilization":[…],
+//! "judge":[…],"em_rer_gap":[…],"metadata":{…}}`), `ScoreRow` JSON Lines
+//! ([`to_score_rows`]) and one self-contained HTML page ([`to_html`]: run metadata
+//! ([`RunMeta`]: date, version, inputs, models with their full ids and sampling), a legend of
+//! the metrics, a leaderboard, a chart per metric and per repository with intervals, and
+//! each row linked to its results as a JSON Lines file beside the page; no script, no
+//! external resource).
+//!
+//! The papers' tables ([`paper_tables`], `--tables paper`): CLOVER's Table 2 (from the
+//! instances, [`DatasetStats`]), Tables 3–8 in the paper's layout (settings as columns, Best
+//! and Δ), §4.1's EM-vs-RER gap, and CPP-UT-Bench's Table 1 with Figs. 2–3 as charts; a
+//! number clover does not compute is "—" with a footnote, never an estimate.
 //!
 //! It deliberately runs nothing but the judge's HTTP requests: the candidates were run by
 //! sandbox-run, and everything a metric needs travels in the records.
 
+mod bootstrap;
 mod judge;
+mod meta;
 mod metrics;
+mod paper;
 mod pyexpr;
 mod report;
 mod setting;
 
+pub use bootstrap::Bootstrap;
 pub use clover_extract::ConstantReading;
 pub use judge::{
     judge_messages, parse_choice, run_judge, wilson, Choice, Judge, JudgeFailures, JudgeItem,
     JudgeOrder, JudgeRow,
 };
+pub use meta::{date_from_epoch, ModelMeta, RunMeta};
 pub use metrics::{
     covered, covers_blocks, headline_metric, metric_names, trivial_rule, uses_target, verdict,
     verdict_with, ClozeFacts, Tally, TrivialRule, Verdict,
 };
+pub use paper::{
+    paper_html, paper_json, paper_markdown, paper_tables, Cell, DatasetStats, PaperTable,
+};
 pub use pyexpr::{identifiers, normalize};
 pub use report::{
-    to_html, to_json, to_markdown, to_score_rows, Report, Row, Scorer, Utilization, ALL_REPOS,
+    to_html, to_json, to_markdown, to_score_rows, Gap, Report, Row, Scorer, Utilization, ALL_REPOS,
 };
 pub use setting::setting_order;

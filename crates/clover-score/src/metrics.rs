@@ -95,6 +95,10 @@ pub struct Verdict {
     pub called: bool,
     /// Task I: the prediction equals the reference (whitespace outside strings aside).
     pub exact: Option<bool>,
+    /// Task I: the lengths in characters of the prediction and the reference, in the
+    /// whitespace-normal form EM compares (for CLOVER §4.1's EM-vs-RER gap); no prediction,
+    /// no lengths.
+    pub lengths: Option<(usize, usize)>,
     /// C++: it compiled.
     pub compiled: Option<bool>,
     /// C++: covered lines of the focal file the ground truth covers, over those it covers.
@@ -257,10 +261,10 @@ pub fn verdict_with(r: &RunResult, task: Task, constants: ConstantReading) -> Ve
         Task::AssertionCloze => {
             let facts = ClozeFacts::from_scoring(&r.scoring);
             let pred = prediction(r, &facts);
-            v.exact = Some(
-                pred.as_deref()
-                    .is_some_and(|p| normalize(p) == normalize(&facts.reference)),
-            );
+            let reference = normalize(&facts.reference);
+            let normal = pred.as_deref().map(normalize);
+            v.exact = Some(normal.as_deref() == Some(reference.as_str()));
+            v.lengths = normal.map(|p| (p.chars().count(), reference.chars().count()));
             v.success = passed
                 && pred
                     .as_deref()

@@ -2,6 +2,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
+use std::rc::Rc;
 
 use clover_generate::task_name;
 use clover_protocol::{Outcome, RecordKind, RunResult, ScoreRow, Task, SCHEMA_VERSION};
@@ -10,7 +11,9 @@ use serde_json::{json, Value};
 use crate::judge::JudgeRow;
 use clover_extract::ConstantReading;
 
-use crate::metrics::{headline_metric, metric_names, verdict_with, Tally};
+use crate::bootstrap::Bootstrap;
+use crate::meta::RunMeta;
+use crate::metrics::{headline_metric, metric_names, verdict_with, Tally, Verdict};
 use crate::setting::{is_budget, setting_order};
 
 /// The repository of a row that covers all of them.
@@ -29,9 +32,15 @@ pub struct Row {
     pub repo: String,
     pub n: u64,
     pub metrics: BTreeMap<String, f64>,
+    /// Each metric's 95% bootstrap interval over the row's results (empty without a
+    /// bootstrap).
+    pub ci: BTreeMap<String, (f64, f64)>,
     /// Results of this group left out because generate did not ask them (outcome
     /// `over_max_context`): in neither `n` nor any rate. A row that lost any is out of Δ.
     pub over_max_context: u64,
+    /// The row's results as a JSON Lines file, by its path relative to the report (a key of
+    /// [`Report::samples`]), when samples were kept.
+    pub samples: Option<String>,
 }
 
 /// Context utilization of a model on a task: the headline metric under context budgets
@@ -61,6 +70,12 @@ pub struct Report {
     /// Per task, the results (all repositories) left out because their prompt was over the
     /// model's maximum context.
     pub over_max_context: BTreeMap<Task, u64>,
+    /// Task I's EM-vs-RER gap per model, format and setting (all repositories).
+    pub gap: Vec<Gap>,
+    /// Each row's results as JSON lines, by the path its row links to.
+    pub samples: BTreeMap<String, Vec<Rc<str>>>,
+    /// What was scored and how: date, version, inputs, models.
+    pub meta: RunMeta,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -72,15 +87,24 @@ struct GroupKey {
     repo: String,
 }
 
-/// Sums run results as they stream by; memory grows with the number of groups only.
+/// Each group's results as JSON lines (one copy of a line, shared by its groups).
+type GroupSamples = BTreeMap<GroupKey, Vec<Rc<str>>>;
+
+/// Sums run results as they stream by. Memory grows with the results' verdicts (a few words
+/// each, for the bootstrap), and with the results themselves only when samples are kept for
+/// the HTML report ([`Scorer::with_samples`]).
 #[derive(Debug, Default)]
 pub struct Scorer {
     by_repo: bool,
     /// What RER counts as a constant.
     constants: ConstantReading,
-    groups: BTreeMap<GroupKey, Tally>,
+    bootstrap: Bootstrap,
+    groups: BTreeMap<GroupKey, Vec<Verdict>>,
     /// Results generate did not ask (over the model's maximum context), per group.
     over_max_context: BTreeMap<GroupKey, u64>,
+    /// With samples: the folder their files go in (relative to the report), and each group's
+    /// results as JSON lines.
+    samples: Option<(String, GroupSamples)>,
     /// Results without a task, which cannot be scored.
     pub untasked: u64,
 }
@@ -96,6 +120,19 @@ impl Scorer {
     /// Reads RER's constants as `constants` says (default: `ast.Constant`).
     pub fn with_rer_constants(mut self, constants: ConstantReading) -> Self {
         self.constants = constants;
+        self
+    }
+
+    /// Draws every row's intervals as `bootstrap` says (default: 1000 replicates, seed 0).
+    pub fn with_bootstrap(mut self, bootstrap: Bootstrap) -> Self {
+        self.bootstrap = bootstrap;
+        self
+    }
+
+    /// Keeps each row's results, to be written as one JSON Lines file per row under `folder`
+    /// (a path relative to the report, which links each row to its file).
+    pub fn with_samples(mut self, folder: &str) -> Self {
+        self.samples = Some((folder.trim_end_matches('/').to_string(), BTreeMap::new()));
         self
     }
 
@@ -125,9 +162,18 @@ impl Scorer {
             }
             return;
         }
+        if let Some((_, samples)) = &mut self.samples {
+            // One copy of the line, shared by the result's groups.
+            let line: Rc<str> = serde_json::to_string(r)
+                .expect("a run result serializes")
+                .into();
+            for key in &keys {
+                samples.entry(key.clone()).or_default().push(line.clone());
+            }
+        }
         let v = verdict_with(r, task, self.constants);
         for key in keys {
-            self.groups.entry(key).or_default().add(&v);
+            self.groups.entry(key).or_default().push(v.clone());
         }
     }
 
@@ -136,15 +182,22 @@ impl Scorer {
         let mut rows: Vec<Row> = self
             .groups
             .iter()
-            .map(|(k, t)| Row {
-                model: k.model.clone(),
-                task: k.task,
-                format: k.format.clone(),
-                setting: k.setting.clone(),
-                repo: k.repo.clone(),
-                n: t.n,
-                metrics: t.metrics(k.task),
-                over_max_context: self.over_max_context.get(k).copied().unwrap_or(0),
+            .map(|(k, verdicts)| {
+                let mut tally = Tally::default();
+                verdicts.iter().for_each(|v| tally.add(v));
+                let id = row_id(&k.model, k.task, &k.format, &k.setting, &k.repo);
+                Row {
+                    model: k.model.clone(),
+                    task: k.task,
+                    format: k.format.clone(),
+                    setting: k.setting.clone(),
+                    repo: k.repo.clone(),
+                    n: tally.n,
+                    metrics: tally.metrics(k.task),
+                    ci: self.bootstrap.intervals(&id, k.task, verdicts),
+                    over_max_context: self.over_max_context.get(k).copied().unwrap_or(0),
+                    samples: None,
+                }
             })
             .collect();
         rows.sort_by(|a, b| {
@@ -152,6 +205,37 @@ impl Scorer {
                 .cmp(&(&b.model, b.task, &b.format, b.repo != ALL_REPOS, &b.repo))
                 .then_with(|| setting_order(&a.setting, &b.setting))
         });
+        let mut samples = BTreeMap::new();
+        if let Some((folder, by_group)) = &self.samples {
+            // Files are numbered in row order, so names are unique whatever the model and
+            // setting names hold, and the same input names them the same.
+            for (i, row) in rows.iter_mut().enumerate() {
+                let key = GroupKey {
+                    model: row.model.clone(),
+                    task: row.task,
+                    format: row.format.clone(),
+                    setting: row.setting.clone(),
+                    repo: row.repo.clone(),
+                };
+                let Some(lines) = by_group.get(&key) else {
+                    continue;
+                };
+                let slug = slug(&row_id(
+                    &row.model,
+                    row.task,
+                    &row.format,
+                    &row.setting,
+                    if row.repo == ALL_REPOS {
+                        "all"
+                    } else {
+                        &row.repo
+                    },
+                ));
+                let href = format!("{folder}/{:03}-{slug}.jsonl", i + 1);
+                samples.insert(href.clone(), lines.clone());
+                row.samples = Some(href);
+            }
+        }
         let utilization = utilization(&rows);
         let mut over_max_context = BTreeMap::new();
         for (k, n) in &self.over_max_context {
@@ -159,12 +243,106 @@ impl Scorer {
                 *over_max_context.entry(k.task).or_default() += n;
             }
         }
+        let gap = self
+            .groups
+            .iter()
+            .filter(|(k, _)| k.task == Task::AssertionCloze && k.repo == ALL_REPOS)
+            .map(|(k, verdicts)| Gap::of(k, verdicts))
+            .collect();
         Report {
             rows,
             utilization,
             judge: Vec::new(),
             over_max_context,
+            gap,
+            samples,
+            meta: RunMeta {
+                bootstrap: self.bootstrap,
+                ..RunMeta::default()
+            },
         }
+    }
+}
+
+/// A row's id: `<model>/<task>[/<format>]/<setting>/<repo>` (a `ScoreRow`'s id).
+fn row_id(model: &str, task: Task, format: &str, setting: &str, repo: &str) -> String {
+    format!(
+        "{model}/{}{}/{setting}/{repo}",
+        task_name(task),
+        format_part(format)
+    )
+}
+
+/// A file-name-safe form of `s`: letters, digits, `.`, `-` and `_` kept, the rest `_`.
+fn slug(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// CLOVER §4.1's reading of EM against RER for one model, format and setting of Task I: how
+/// often each holds without the other, and how long predictions are against references.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Gap {
+    pub model: String,
+    pub format: String,
+    pub setting: String,
+    /// Results with an answer (API errors aside).
+    pub n: u64,
+    pub em: u64,
+    pub rer: u64,
+    /// Correct by RER but not exact: EM's underestimate.
+    pub rer_not_em: u64,
+    /// Exact but not counted by RER (a trivial assertion, or a candidate that failed).
+    pub em_not_rer: u64,
+    /// Results with a prediction (the lengths are over these).
+    pub predictions: u64,
+    pub prediction_chars: u64,
+    pub reference_chars: u64,
+    /// Predictions longer (shorter) than their reference.
+    pub longer: u64,
+    pub shorter: u64,
+}
+
+impl Gap {
+    fn of(k: &GroupKey, verdicts: &[Verdict]) -> Gap {
+        let mut g = Gap {
+            model: k.model.clone(),
+            format: k.format.clone(),
+            setting: k.setting.clone(),
+            n: 0,
+            em: 0,
+            rer: 0,
+            rer_not_em: 0,
+            em_not_rer: 0,
+            predictions: 0,
+            prediction_chars: 0,
+            reference_chars: 0,
+            longer: 0,
+            shorter: 0,
+        };
+        for v in verdicts.iter().filter(|v| !v.api_error) {
+            let exact = v.exact == Some(true);
+            g.n += 1;
+            g.em += u64::from(exact);
+            g.rer += u64::from(v.success);
+            g.rer_not_em += u64::from(v.success && !exact);
+            g.em_not_rer += u64::from(exact && !v.success);
+            if let Some((p, r)) = v.lengths {
+                g.predictions += 1;
+                g.prediction_chars += p as u64;
+                g.reference_chars += r as u64;
+                g.longer += u64::from(p > r);
+                g.shorter += u64::from(p < r);
+            }
+        }
+        g
     }
 }
 
@@ -256,6 +434,9 @@ pub fn to_json(report: &Report) -> Value {
             "repo": r.repo,
             "n": r.n,
             "metrics": metrics_json(&r.metrics),
+            "ci": Value::Object(r.ci.iter()
+                .map(|(k, (lo, hi))| (k.clone(), json!([round(*lo), round(*hi)])))
+                .collect()),
         })).collect::<Vec<_>>(),
         "utilization": report.utilization.iter().map(|u| json!({
             "model": u.model,
@@ -273,6 +454,44 @@ pub fn to_json(report: &Report) -> Value {
         "over_max_context": report.over_max_context.iter()
             .map(|(t, n)| (task_name(*t), json!(n)))
             .collect::<serde_json::Map<_, _>>(),
+        "em_rer_gap": report.gap.iter().map(|g| json!({
+            "model": g.model,
+            "answer_format": g.format,
+            "setting": g.setting,
+            "n": g.n,
+            "em": g.em,
+            "rer": g.rer,
+            "rer_not_em": g.rer_not_em,
+            "em_not_rer": g.em_not_rer,
+            "predictions": g.predictions,
+            "prediction_chars": g.prediction_chars,
+            "reference_chars": g.reference_chars,
+            "longer": g.longer,
+            "shorter": g.shorter,
+        })).collect::<Vec<_>>(),
+        "metadata": metadata_json(&report.meta),
+    })
+}
+
+/// The run's metadata as JSON (see [`RunMeta`]).
+pub(crate) fn metadata_json(meta: &RunMeta) -> Value {
+    let files = |v: &[(String, u64)]| {
+        v.iter()
+            .map(|(p, n)| json!({"path": p, "records": n}))
+            .collect::<Vec<_>>()
+    };
+    json!({
+        "date": meta.date,
+        "clover_version": meta.version,
+        "inputs": files(&meta.inputs),
+        "responses": files(&meta.responses),
+        "bootstrap": {"replicates": meta.bootstrap.replicates, "seed": meta.bootstrap.seed,
+            "interval": 0.95},
+        "models": meta.sorted_models().iter().map(|m| json!({
+            "model": m.model,
+            "task": task_name(m.task),
+            "generation": m.generation,
+        })).collect::<Vec<_>>(),
     })
 }
 
@@ -379,13 +598,26 @@ fn extreme(u: &Utilization, setting: &str) -> String {
     }
 }
 
-fn pct(v: f64) -> String {
+pub(crate) fn pct(v: f64) -> String {
     format!("{:.1}", v * 100.0)
 }
 
 /// Under every task's table: what `n` and `error_rate` count, since the other rates leave
 /// API failures out of their denominator.
 const ERROR_RATE_LEGEND: &str = "n counts every result; error_rate is the share whose API call failed (outcome api_error, nothing ran), and every other rate leaves those out of its denominator. rejected_rate is the share the screen for reward hacking refused to run (outcome rejected): failed executions, counted against the model.";
+
+/// What the interval column is, under each table.
+fn ci_legend(report: &Report) -> String {
+    let b = report.meta.bootstrap;
+    if b.replicates == 0 {
+        "No intervals were drawn (--bootstrap 0).".into()
+    } else {
+        format!(
+            "The 95% CI is a percentile bootstrap over the row's instances ({} replicates, seed {}).",
+            b.replicates, b.seed
+        )
+    }
+}
 
 /// Under a task's table, when some of its results were not asked: where they went.
 fn over_max_context_legend(report: &Report, task: Task) -> Option<String> {
@@ -419,6 +651,8 @@ pub fn to_markdown(report: &Report) -> String {
         for n in names {
             let _ = write!(s, " {n} |");
         }
+        let headline = headline_metric(task);
+        let _ = write!(s, " {headline} 95% CI |");
         let _ = write!(
             s,
             "\n|---|{}---|---|---:|",
@@ -427,7 +661,7 @@ pub fn to_markdown(report: &Report) -> String {
         for _ in names {
             s.push_str("---:|");
         }
-        s.push('\n');
+        s.push_str("---:|\n");
         for r in report.rows.iter().filter(|r| r.task == task) {
             let _ = write!(s, "| {} |", r.model);
             if formats {
@@ -444,9 +678,9 @@ pub fn to_markdown(report: &Report) -> String {
                         .unwrap_or_else(|| "–".into())
                 );
             }
-            s.push('\n');
+            let _ = writeln!(s, " {} |", ci_cell(r, headline));
         }
-        let _ = writeln!(s, "\n{ERROR_RATE_LEGEND}\n");
+        let _ = writeln!(s, "\n{ERROR_RATE_LEGEND} {}\n", ci_legend(report));
         if let Some(legend) = over_max_context_legend(report, task) {
             let _ = writeln!(s, "{legend}\n");
         }
@@ -523,7 +757,7 @@ fn task_title(task: Task) -> &'static str {
     }
 }
 
-fn esc(s: &str) -> String {
+pub(crate) fn esc(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
@@ -534,25 +768,106 @@ const PALETTE: &[&str] = &[
     "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf",
 ];
 
-/// An SVG line chart of `task`'s headline metric against the setting, one line per model,
-/// over the all-repository rows.
-fn plot(report: &Report, task: Task) -> String {
-    let metric = headline_metric(task);
-    let rows: Vec<&Row> = report
+/// The metrics drawn per task, one chart each (the headline last, as the tables read).
+fn chart_metrics(task: Task) -> &'static [&'static str] {
+    match task {
+        Task::AssertionCloze => &["em", "er", "rer"],
+        Task::TargetedTest => &["execution_rate", "success_rate", "called_rate"],
+        Task::CoverageTest => &["execution_rate", "success_rate"],
+        Task::CppUnitTest => &["compile_rate", "pass_rate", "success_rate"],
+    }
+}
+
+/// What each metric means, for the report's legend.
+const METRIC_LEGEND: &[(&str, &str)] = &[
+    ("em", "Task I exact match: the predicted expression equals the reference (whitespace outside strings aside)."),
+    ("er", "Task I execution rate: the test with the prediction filled in passed."),
+    ("rer", "Task I refined execution rate (CLOVER's headline): passed, and the prediction is not trivial (no constant in a unary assertion, no constant compared with a constant, no repeat of the other side of ==)."),
+    ("execution_rate", "Tasks II and III: the model's test passed."),
+    ("success_rate", "Task II (CLOVER): passed and the model's own code names the target. Task III: passed and covered every required line of every block. C++: passed and covered every focal line the ground truth covers."),
+    ("called_rate", "Task II (clover's stricter reading): a success that also ran a line of the target beyond what importing its module runs."),
+    ("compile_rate", "C++: the candidate test file compiled."),
+    ("pass_rate", "C++: the candidate test file compiled and passed."),
+    ("focal_coverage_vs_gt", "C++: the share of the focal lines the ground truth covers that the candidate covers, averaged."),
+    ("no_code_rate", "No code could be read from the answer."),
+    ("rejected_rate", "The screen for reward hacking refused to run the candidate (a failed execution)."),
+    ("error_rate", "The API call failed (outcome api_error); over all n, and left out of every other rate's denominator."),
+    ("Δmax / Δmin", "Context utilization: the headline metric's best (worst) context budget minus problem-only (PO)."),
+    ("95% CI", "Percentile bootstrap over the row's instances (2.5th to 97.5th percentile of the resampled metric)."),
+];
+
+/// One row per model and answer format, the best setting's headline metric first.
+struct Standing<'a> {
+    row: &'a Row,
+    po: Option<f64>,
+}
+
+/// Per task and answer format, each model's best setting on the headline metric (ties to
+/// the smaller budget), ranked.
+fn leaderboard(report: &Report) -> Vec<((Task, &str), Vec<Standing<'_>>)> {
+    let mut by: BTreeMap<(Task, &str), BTreeMap<&str, Standing>> = BTreeMap::new();
+    for r in report
         .rows
         .iter()
-        .filter(|r| r.task == task && r.repo == ALL_REPOS)
-        .collect();
+        .filter(|r| r.repo == ALL_REPOS && r.over_max_context == 0)
+    {
+        let metric = headline_metric(r.task);
+        let Some(v) = r.metrics.get(metric) else {
+            continue;
+        };
+        let board = by.entry((r.task, r.format.as_str())).or_default();
+        let po = r.setting.eq_ignore_ascii_case("po").then_some(*v);
+        let s = board
+            .entry(r.model.as_str())
+            .or_insert(Standing { row: r, po: None });
+        // Rows come in setting order: only a strictly better value replaces the best.
+        if *v > s.row.metrics.get(metric).copied().unwrap_or(f64::MIN) {
+            s.row = r;
+        }
+        if po.is_some() {
+            s.po = po;
+        }
+    }
+    by.into_iter()
+        .map(|(k, board)| {
+            let mut v: Vec<Standing> = board.into_values().collect();
+            let metric = headline_metric(k.0);
+            v.sort_by(|a, b| {
+                b.row.metrics[metric]
+                    .total_cmp(&a.row.metrics[metric])
+                    .then_with(|| a.row.model.cmp(&b.row.model))
+            });
+            (k, v)
+        })
+        .collect()
+}
+
+fn ci_cell(r: &Row, metric: &str) -> String {
+    r.ci.get(metric)
+        .map(|(lo, hi)| format!("{}–{}", pct(*lo), pct(*hi)))
+        .unwrap_or_else(|| "–".into())
+}
+
+/// The settings of `rows` in order, and their (model, answer format) pairs sorted: the columns
+/// and the lines of a chart or a paper table.
+pub(crate) fn settings_and_series<'a>(rows: &[&'a Row]) -> (Vec<&'a str>, Vec<(&'a str, &'a str)>) {
     let mut settings: Vec<&str> = rows.iter().map(|r| r.setting.as_str()).collect();
     settings.sort_by(|a, b| setting_order(a, b));
     settings.dedup();
-    // One line per model and answer format.
-    let mut models: Vec<(&str, &str)> = rows
+    let mut series: Vec<(&str, &str)> = rows
         .iter()
         .map(|r| (r.model.as_str(), r.format.as_str()))
         .collect();
-    models.sort();
-    models.dedup();
+    series.sort();
+    series.dedup();
+    (settings, series)
+}
+
+/// An SVG line chart of `metric` against the setting over `rows` (one task, one repository
+/// or all), one line per model and answer format, with each point's 95% interval as a bar.
+fn plot(rows: &[&Row], task: Task, metric: &str, repo: &str) -> String {
+    // One line per model and answer format.
+    let (settings, models) = settings_and_series(rows);
     let (w, h) = (640.0, 300.0);
     let (left, right, top, bottom) = (56.0, 150.0, 20.0, 44.0);
     let pw = w - left - right;
@@ -568,9 +883,16 @@ fn plot(report: &Report, task: Task) -> String {
     let mut s = String::new();
     let _ = write!(
         s,
-        r##"<svg xmlns="http://www.w3.org/2000/svg" class="plot" data-task="{task}" width="{w}" height="{h}" viewBox="0 0 {w} {h}" role="img" aria-label="{title}: {metric} against context length">"##,
+        r##"<svg xmlns="http://www.w3.org/2000/svg" class="plot" data-task="{task}" data-metric="{m}" data-repo="{r}" width="{w}" height="{h}" viewBox="0 0 {w} {h}" role="img" aria-label="{title}: {m} against context length ({where_})">"##,
         task = task_name(task),
+        m = esc(metric),
+        r = esc(repo),
         title = esc(task_title(task)),
+        where_ = if repo == ALL_REPOS {
+            "all repositories".to_string()
+        } else {
+            esc(repo)
+        },
     );
     for k in 0..=4 {
         let v = k as f64 / 4.0;
@@ -609,19 +931,26 @@ fn plot(report: &Report, task: Task) -> String {
         } else {
             format!("{model} ({format})")
         };
-        let points: Vec<(f64, f64)> = settings
+        // (x, y, the interval's ends in y) per point.
+        type Point = (f64, f64, Option<(f64, f64)>);
+        let points: Vec<Point> = settings
             .iter()
             .enumerate()
             .filter_map(|(i, st)| {
-                rows.iter()
-                    .find(|r| r.model == *model && r.format == *format && r.setting == *st)
-                    .and_then(|r| r.metrics.get(metric))
-                    .map(|v| (x(i), y(*v)))
+                let r = rows
+                    .iter()
+                    .find(|r| r.model == *model && r.format == *format && r.setting == *st)?;
+                let v = r.metrics.get(metric)?;
+                Some((
+                    x(i),
+                    y(*v),
+                    r.ci.get(metric).map(|(lo, hi)| (y(*lo), y(*hi))),
+                ))
             })
             .collect();
         let pts: Vec<String> = points
             .iter()
-            .map(|(a, b)| format!("{a:.1},{b:.1}"))
+            .map(|(a, b, _)| format!("{a:.1},{b:.1}"))
             .collect();
         let _ = write!(
             s,
@@ -630,7 +959,13 @@ fn plot(report: &Report, task: Task) -> String {
             f = esc(format),
             p = pts.join(" ")
         );
-        for (a, b) in &points {
+        for (a, b, ci) in &points {
+            if let Some((lo, hi)) = ci {
+                let _ = write!(
+                    s,
+                    r##"<line class="ci" x1="{a:.1}" x2="{a:.1}" y1="{lo:.1}" y2="{hi:.1}" stroke="{color}" stroke-opacity="0.5"/>"##
+                );
+            }
             let _ = write!(
                 s,
                 r##"<circle cx="{a:.1}" cy="{b:.1}" r="3" fill="{color}"/>"##
@@ -651,31 +986,191 @@ fn plot(report: &Report, task: Task) -> String {
     s
 }
 
-/// A self-contained HTML page: the tables and one plot per task, with no script and no
-/// external resource.
-pub fn to_html(report: &Report) -> String {
-    let mut s = String::from(
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
-<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
-<title>clover score report</title><style>\
-body{font-family:system-ui,sans-serif;margin:2em;color:#222;max-width:72em}\
-table{border-collapse:collapse;margin:0 0 1.5em}th,td{border:1px solid #ccc;padding:.25em .6em}\
-td.num{text-align:right;font-variant-numeric:tabular-nums}th{background:#f4f4f4}\
-svg.plot{display:block;margin:0 0 1em;max-width:100%;height:auto}\
-</style></head><body>\n<h1>clover score report</h1>\n",
+/// The page's head and style, shared by the score report and the paper tables.
+pub(crate) fn html_head(title: &str) -> String {
+    format!(
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"/>\
+<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"/>\
+<title>{}</title><style>\
+body{{font-family:system-ui,sans-serif;margin:2em;color:#222;max-width:72em}}\
+table{{border-collapse:collapse;margin:0 0 1.5em}}th,td{{border:1px solid #ccc;padding:.25em .6em}}\
+td.num{{text-align:right;font-variant-numeric:tabular-nums}}th{{background:#f4f4f4}}\
+svg.plot{{display:block;margin:0 0 1em;max-width:100%;height:auto}}\
+dl.legend dt{{font-weight:bold}}dl.legend dd{{margin:0 0 .4em 1.5em}}p.legend,p.note{{font-size:.9em;color:#444}}\
+</style></head><body>\n<h1>{}</h1>\n",
+        esc(title),
+        esc(title)
+    )
+}
+
+/// The run's metadata as an HTML section: date, version, inputs, bootstrap, models.
+pub(crate) fn metadata_html(meta: &RunMeta) -> String {
+    let mut s =
+        String::from("<section id=\"metadata\"><h2>Run</h2>\n<table class=\"meta\"><tbody>\n");
+    let _ = writeln!(
+        s,
+        "<tr><th>date</th><td>{}</td></tr>",
+        esc(meta
+            .date
+            .as_deref()
+            .unwrap_or("not recorded (pass --date, or set SOURCE_DATE_EPOCH)"))
     );
+    let _ = writeln!(
+        s,
+        "<tr><th>clover version</th><td>{}</td></tr>",
+        esc(&meta.version)
+    );
+    for (path, n) in &meta.inputs {
+        let _ = writeln!(
+            s,
+            "<tr><th>run results</th><td><code>{}</code> ({n} result(s))</td></tr>",
+            esc(path)
+        );
+    }
+    for (path, n) in &meta.responses {
+        let _ = writeln!(
+            s,
+            "<tr><th>responses</th><td><code>{}</code> ({n} response(s))</td></tr>",
+            esc(path)
+        );
+    }
+    let b = meta.bootstrap;
+    let _ = writeln!(
+        s,
+        "<tr><th>intervals</th><td>{}</td></tr>",
+        if b.replicates == 0 {
+            "none (--bootstrap 0)".to_string()
+        } else {
+            format!(
+                "95% percentile bootstrap over instances, {} replicates, seed {}",
+                b.replicates, b.seed
+            )
+        }
+    );
+    s.push_str("</tbody></table>\n");
+    if meta.models.is_empty() {
+        s.push_str("<p class=\"note\">Models' full ids and sampling come from their response records: pass them with --responses.</p>\n");
+    } else {
+        s.push_str("<table class=\"models\"><thead><tr><th>model</th><th>task</th><th>adapter</th><th>model id</th><th>base URL</th><th>temperature</th><th>top_p</th><th>max_tokens</th><th>frequency_penalty</th><th>presence_penalty</th><th>seed</th><th>stop</th><th>max_context</th></tr></thead><tbody>\n");
+        for m in meta.sorted_models() {
+            let g = &m.generation;
+            let opt = |v: Option<String>| v.map(|v| esc(&v)).unwrap_or_else(|| "—".into());
+            let _ = writeln!(
+                s,
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td><td class=\"num\">{}</td></tr>",
+                esc(&m.model),
+                task_name(m.task),
+                esc(&g.adapter),
+                opt(g.model_name.clone()),
+                opt(g.base_url.clone()),
+                opt(g.temperature.map(|v| v.to_string())),
+                opt(g.top_p.map(|v| v.to_string())),
+                opt(g.max_tokens.map(|v| v.to_string())),
+                opt(g.frequency_penalty.map(|v| v.to_string())),
+                opt(g.presence_penalty.map(|v| v.to_string())),
+                opt(g.seed.map(|v| v.to_string())),
+                opt(g.stop.as_ref().map(|v| format!("{v:?}"))),
+                opt(g.max_context.map(|v| v.to_string())),
+            );
+        }
+        s.push_str("</tbody></table>\n");
+    }
+    s.push_str("</section>\n");
+    s
+}
+
+/// A self-contained HTML page: run metadata, a legend, a leaderboard, per task a chart per
+/// metric and per repository and the table (each row linked to its samples when kept), then
+/// context utilization and the judge. No script and no external resource; the only links
+/// are relative ones to the samples files written beside the page.
+pub fn to_html(report: &Report) -> String {
+    let mut s = html_head("clover score report");
+    s.push_str(&metadata_html(&report.meta));
+    s.push_str("<section id=\"legend\"><h2>Metrics</h2>\n<dl class=\"legend\">\n");
+    for (name, text) in METRIC_LEGEND {
+        let _ = writeln!(s, "<dt>{}</dt><dd>{}</dd>", esc(name), esc(text));
+    }
+    s.push_str("</dl></section>\n");
     if report.rows.is_empty() {
         s.push_str("<p>No run results to score.</p>\n");
     }
+    let boards = leaderboard(report);
+    if !boards.is_empty() {
+        s.push_str("<section id=\"leaderboard\"><h2>Leaderboard</h2>\n<p class=\"legend\">Per task and answer format, each model at its best setting on the headline metric (all repositories; settings that lost results to the maximum context are left out).</p>\n");
+        for ((task, format), standings) in &boards {
+            let metric = headline_metric(*task);
+            let _ = writeln!(
+                s,
+                "<h3>{}{}</h3>\n<table class=\"leaderboard\" data-task=\"{}\" data-format=\"{}\"><thead><tr><th>rank</th><th>model</th><th>{} (%)</th><th>95% CI</th><th>setting</th><th>n</th><th>PO (%)</th></tr></thead><tbody>",
+                esc(task_title(*task)),
+                if format.is_empty() { String::new() } else { format!(" ({})", esc(format)) },
+                task_name(*task),
+                esc(format),
+                esc(metric)
+            );
+            for (i, st) in standings.iter().enumerate() {
+                let _ = writeln!(
+                    s,
+                    "<tr><td class=\"num\">{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
+                    i + 1,
+                    esc(&st.row.model),
+                    pct(st.row.metrics[metric]),
+                    ci_cell(st.row, metric),
+                    esc(&st.row.setting),
+                    st.row.n,
+                    st.po.map(pct).unwrap_or_else(|| "—".into())
+                );
+            }
+            s.push_str("</tbody></table>\n");
+        }
+        s.push_str("</section>\n");
+    }
     for task in tasks(report) {
         let names = metric_names(task);
-        let _ = writeln!(s, "<h2>{}</h2>", esc(task_title(task)));
+        let headline = headline_metric(task);
         let _ = writeln!(
             s,
-            "<figure>{}<figcaption>{} against context length, per model (all repositories).</figcaption></figure>",
-            plot(report, task),
-            esc(headline_metric(task))
+            "<section class=\"task\" data-task=\"{}\"><h2>{}</h2>",
+            task_name(task),
+            esc(task_title(task))
         );
+        let all: Vec<&Row> = report
+            .rows
+            .iter()
+            .filter(|r| r.task == task && r.repo == ALL_REPOS)
+            .collect();
+        for metric in chart_metrics(task) {
+            if !all.iter().any(|r| r.metrics.contains_key(*metric)) {
+                continue;
+            }
+            let _ = writeln!(
+                s,
+                "<figure>{}<figcaption>{} against context length, per model (all repositories); bars are 95% intervals.</figcaption></figure>",
+                plot(&all, task, metric, ALL_REPOS),
+                esc(metric)
+            );
+        }
+        let mut repos: Vec<&str> = report
+            .rows
+            .iter()
+            .filter(|r| r.task == task && r.repo != ALL_REPOS)
+            .map(|r| r.repo.as_str())
+            .collect();
+        repos.dedup();
+        for repo in repos {
+            let rows: Vec<&Row> = report
+                .rows
+                .iter()
+                .filter(|r| r.task == task && r.repo == repo)
+                .collect();
+            let _ = writeln!(
+                s,
+                "<figure class=\"repo\">{}<figcaption>{} against context length in {}.</figcaption></figure>",
+                plot(&rows, task, headline, repo),
+                esc(headline),
+                esc(repo)
+            );
+        }
         let formats = has_formats(report, task);
         s.push_str("<table><thead><tr><th>model</th>");
         if formats {
@@ -685,6 +1180,7 @@ svg.plot{display:block;margin:0 0 1em;max-width:100%;height:auto}\
         for n in names {
             let _ = write!(s, "<th>{} (%)</th>", esc(n));
         }
+        let _ = write!(s, "<th>{} 95% CI</th><th>samples</th>", esc(headline));
         s.push_str("</tr></thead><tbody>\n");
         for r in report.rows.iter().filter(|r| r.task == task) {
             let _ = write!(s, "<tr><td>{}</td>", esc(&r.model));
@@ -706,13 +1202,34 @@ svg.plot{display:block;margin:0 0 1em;max-width:100%;height:auto}\
                     .unwrap_or_else(|| "–".into());
                 let _ = write!(s, "<td class=\"num\">{v}</td>");
             }
+            let _ = write!(s, "<td class=\"num\">{}</td>", ci_cell(r, headline));
+            match &r.samples {
+                Some(href) => {
+                    let _ = write!(
+                        s,
+                        "<td><a class=\"samples\" href=\"{}\">{} result(s)</a></td>",
+                        esc(href),
+                        r.n
+                    );
+                }
+                None => s.push_str("<td>–</td>"),
+            }
             s.push_str("</tr>\n");
         }
         s.push_str("</tbody></table>\n");
-        let _ = writeln!(s, "<p class=\"legend\">{}</p>", esc(ERROR_RATE_LEGEND));
+        let _ = writeln!(
+            s,
+            "<p class=\"legend\">{} {}</p>",
+            esc(ERROR_RATE_LEGEND),
+            esc(&ci_legend(report))
+        );
         if let Some(legend) = over_max_context_legend(report, task) {
             let _ = writeln!(s, "<p class=\"legend\">{}</p>", esc(&legend));
         }
+        s.push_str("</section>\n");
+    }
+    if !report.rows.is_empty() && report.samples.is_empty() {
+        s.push_str("<p class=\"note\">Samples: written with the report only when it goes to a file (-o FILE.html), as FILE.samples/*.jsonl beside it.</p>\n");
     }
     if !report.utilization.is_empty() {
         s.push_str("<h2>Context utilization (vs problem-only)</h2>\n<table><thead><tr><th>model</th><th>task</th><th>format</th><th>repo</th><th>metric</th><th>PO (%)</th><th>Δmax</th><th>best</th><th>Δmin</th><th>worst</th></tr></thead><tbody>\n");
@@ -785,7 +1302,9 @@ mod tests {
             ]
             .into_iter()
             .collect(),
+            ci: BTreeMap::new(),
             over_max_context: 0,
+            samples: None,
         }
     }
 

@@ -491,9 +491,10 @@ fn html_report_renders_in_headless_chromium() {
         )
     };
     let (dom, log) = run(&["--dump-dom"]);
-    // One plot per task, each with a line per model.
-    assert_eq!(dom.matches("<svg").count(), 4, "{dom}");
-    assert_eq!(dom.matches("class=\"series\"").count(), 8);
+    // A plot per task and metric (Task I: EM, ER, RER; II: execution, success, called; III:
+    // execution, success; C++: compile, pass, success), each with a line per model.
+    assert_eq!(dom.matches("<svg").count(), 11, "{dom}");
+    assert_eq!(dom.matches("class=\"series\"").count(), 22);
     assert!(dom.contains("data-model=\"copy-operand\""));
     assert!(dom.contains("<table>"));
     let console: Vec<&str> = log.lines().filter(|l| l.contains(":CONSOLE")).collect();
