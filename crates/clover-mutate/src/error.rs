@@ -19,4 +19,11 @@ pub enum MutateError {
     },
     #[error("{path}: tree-sitter gave no tree for the file (it was cancelled or timed out)")]
     Parse { path: String },
+    #[error("mutant {id}: {path} is not the file it was made from (hash {found}, recorded {recorded}): calibrate the problem again")]
+    Stale {
+        id: String,
+        path: String,
+        recorded: String,
+        found: String,
+    },
 }

@@ -23,7 +23,9 @@
 //! problem id.
 //!
 //! [`keep_killed`] is calibrate's half: it runs the ground truth (a closure) against each
-//! mutant and keeps those it kills, with the tests that killed them.
+//! mutant and keeps those it kills, with the tests that killed them; [`problem_mutants`] makes
+//! the sidecar record of the result (`clover_protocol::ProblemMutants`), and [`apply`] turns a
+//! recorded mutant back into its file's text, refusing a file that changed since.
 //!
 //! This crate deliberately runs nothing itself and reads no files: running a mutant is the
 //! caller's (in the sandbox), and so is deciding which regions are focal. It does not check
@@ -35,6 +37,7 @@ mod cpp;
 mod error;
 mod operator;
 mod python;
+mod record;
 mod rng;
 mod sites;
 mod source;
@@ -47,7 +50,8 @@ use tree_sitter::{Node, Parser, Tree};
 pub use calibrate::{keep_killed, Calibration, Verdict};
 pub use error::MutateError;
 pub use operator::Operator;
-pub use rng::{fnv1a64, problem_seed, SplitMix64};
+pub use record::{apply, file_hash, problem_mutants};
+pub use rng::{problem_seed, SplitMix64};
 pub use source::{Focus, SourceFile};
 
 use sites::{Site, Sites};

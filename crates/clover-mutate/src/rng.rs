@@ -1,5 +1,8 @@
-//! A small fixed PRNG and string hash, so a seed means the same sample on every platform and
-//! every build (no `rand`, whose algorithms may change between versions, no `HashMap` order).
+//! A small fixed PRNG, so a seed means the same sample on every platform and every build (no
+//! `rand`, whose algorithms may change between versions, no `HashMap` order). Strings hash with
+//! `--shard`'s FNV-1a ([`clover_protocol::fnv1a64`]), fixed by its definition too.
+
+use clover_protocol::fnv1a64;
 
 /// SplitMix64 (Steele, Lea and Flood, 2014): one 64-bit state, a fixed output function.
 #[derive(Debug, Clone)]
@@ -34,13 +37,6 @@ impl SplitMix64 {
     }
 }
 
-/// 64-bit FNV-1a of `bytes`.
-pub fn fnv1a64(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    })
-}
-
 /// The seed of one problem's sample: the run's seed mixed with the problem id, so problems
 /// draw independently and adding a problem changes no other's mutants.
 pub fn problem_seed(seed: u64, problem_id: &str) -> u64 {
@@ -57,12 +53,6 @@ mod tests {
         let mut rng = SplitMix64::new(0);
         assert_eq!(rng.next_u64(), 0xe220_a839_7b1d_cdaf);
         assert_eq!(rng.next_u64(), 0x6e78_9e6a_a1b9_65f4);
-    }
-
-    #[test]
-    fn fnv1a64_of_known_strings() {
-        assert_eq!(fnv1a64(b""), 0xcbf2_9ce4_8422_2325);
-        assert_eq!(fnv1a64(b"a"), 0xaf63_dc4c_8601_ec8c);
     }
 
     #[test]

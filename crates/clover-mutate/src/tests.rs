@@ -1,4 +1,5 @@
 use super::*;
+use clover_protocol::fnv1a64;
 
 const PY: &str = r#"def clamp(x, lo, hi):
     """The docstring is never mutated."""

@@ -44,9 +44,10 @@ pub use progress::{count_records, Progress};
 pub use records::{
     AssertionForm, AssertionSite, CalibratedProblem, Chunk, ContextTier, CppPairing, CppProblem,
     Exclusion, ExclusionReason, ExecSpec, FileCoverage, FileTier, GTestCase, Generation, Instance,
-    Language, LimitHit, Message, Operand, Outcome, Problem, PythonProblem, Record, RecordKind,
-    RepoRef, Response, RunResult, ScoreRow, SftExample, Span, Target, TargetKind, Task, TestCase,
-    TestOutcome, TokenUsage, UniqueBlock, SCHEMA_VERSION, SKIPPED_OVER_MAX_CONTEXT,
+    KeptMutant, Language, LimitHit, Message, Operand, Outcome, Problem, ProblemMutants,
+    PythonProblem, Record, RecordKind, RepoRef, Response, RunResult, ScoreRow, SftExample, Span,
+    Target, TargetKind, Task, TestCase, TestOutcome, TokenUsage, UniqueBlock, SCHEMA_VERSION,
+    SKIPPED_OVER_MAX_CONTEXT,
 };
 pub use shard::{fnv1a64, Shard};
 pub use stage::{exit, finish_main, BadRecords, OnError, StageArgs, StageIo, Stopped, Usage};

@@ -23,6 +23,7 @@ pub enum RecordKind {
     RunResult,
     ScoreRow,
     SftExample,
+    ProblemMutants,
 }
 
 impl RecordKind {
@@ -36,6 +37,7 @@ impl RecordKind {
             RecordKind::RunResult => "run_result",
             RecordKind::ScoreRow => "score_row",
             RecordKind::SftExample => "sft_example",
+            RecordKind::ProblemMutants => "problem_mutants",
         }
     }
 }
@@ -100,6 +102,7 @@ record!(Response, RecordKind::Response, {
 record!(RunResult, RecordKind::RunResult);
 record!(ScoreRow, RecordKind::ScoreRow);
 record!(SftExample, RecordKind::SftExample);
+record!(ProblemMutants, RecordKind::ProblemMutants);
 
 /// The language of a repository and of its problems.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -384,6 +387,55 @@ pub struct Target {
     /// Absent when there are none, and in older records.
     #[serde(default, skip_serializing_if = "LineRanges::is_empty")]
     pub import_lines: LineRanges,
+}
+
+/// The mutants of one problem's focal code that its ground truth kills: the bar of the mutation
+/// score. Calibrate's sidecar, `OUTPUT.mutants.jsonl`, holds one per kept problem, under the
+/// problem's id, so scoring never re-derives them (made and judged by `clover-mutate`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProblemMutants {
+    pub kind: RecordKind,
+    pub schema_version: u32,
+    /// The problem id.
+    pub id: String,
+    /// The seed the sample was drawn with (the run's seed mixed with the problem id).
+    pub seed: u64,
+    /// K: the sample holds at most this many mutants.
+    pub max_mutants: u32,
+    /// The mutation sites of the focal code the sample was drawn from.
+    pub candidates: u32,
+    /// The sampled mutants the ground truth kills, in source order.
+    pub kept: Vec<KeptMutant>,
+    /// The ids of sampled mutants every ground-truth test passed on (likely equivalent).
+    pub survived: Vec<String>,
+    /// The ids of sampled mutants that could not run at all (a C++ mutant that does not
+    /// compile): neither killed nor survived.
+    pub invalid: Vec<String>,
+}
+
+/// A mutant the ground truth kills: one span of one file replaced.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KeptMutant {
+    /// `path:line:column:operator:n`, unique within the problem.
+    pub id: String,
+    /// The mutated file, relative to the repository root.
+    pub path: String,
+    /// The operator family (`arithmetic`, `boundary`, …), for per-operator kill rates.
+    pub operator: String,
+    /// 1-based line of the replaced span.
+    pub line: u32,
+    /// The replaced span of the original file, 0-based bytes, end exclusive.
+    pub start_byte: u32,
+    pub end_byte: u32,
+    pub original: String,
+    pub replacement: String,
+    /// FNV-1a ([`crate::fnv1a64`]) of the whole original file, in hex: a runner checks it
+    /// before applying the mutant, so a file changed since calibration is an error rather than
+    /// a different mutant.
+    pub file_hash: String,
+    /// The ground-truth tests that failed on the mutant (empty when the runner could not tell
+    /// which: a crash, a timeout, a build that stopped).
+    pub killed_by: Vec<String>,
 }
 
 // ---------------------------------------------------------------------------------------------
