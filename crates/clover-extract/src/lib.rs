@@ -44,6 +44,7 @@
 //! eprintln!("{}", out.summary);
 //! ```
 
+pub mod cli;
 mod cpp;
 mod error;
 mod options;

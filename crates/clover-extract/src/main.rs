@@ -2,96 +2,25 @@
 
 use std::collections::HashSet;
 use std::io::Write;
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
-use clap::{Parser, ValueEnum};
+use clap::Parser;
+use clover_extract::cli::{Cli, Format, Lang};
 use clover_extract::{
     extract, write_problem_files, CppUtBenchRow, ExtractOptions, Extraction, FileIssue,
 };
 use clover_manifest::RepoConfig;
-use clover_protocol::{exit, finish_main, Language, OnError, RecordWriter, Shard, Stopped};
+use clover_protocol::{diag, exit, finish_main, Language, OnError, RecordWriter, Stopped};
 
 const TOOL: &str = "clover-extract";
 
-/// Extract benchmark problems from a repository: one per Python test function, or one per C++
-/// source paired with its GoogleTest file
-#[derive(Debug, Parser)]
-#[command(version)]
-struct Args {
-    /// The repository folder (its clover.toml is used when it has one; otherwise the layout
-    /// is detected)
-    #[arg(long, value_name = "DIR", conflicts_with = "manifest")]
-    repo: Option<PathBuf>,
-    /// A manifest naming one or more repositories
-    #[arg(long, value_name = "FILE")]
-    manifest: Option<PathBuf>,
-    /// The repository to take from the manifest (default: all of them), or the name to give a
-    /// detected repository
-    #[arg(long, value_name = "REPO")]
-    name: Option<String>,
-    /// Override the detected or configured language
-    #[arg(long, value_enum)]
-    language: Option<Lang>,
-    /// Write records to FILE (through FILE.partial, renamed when done) instead of stdout
-    #[arg(short, long, value_name = "FILE")]
-    output: Option<PathBuf>,
-    /// Keep the problems already in the output file and skip their ids (needs -o)
-    #[arg(long, requires = "output")]
-    resume: bool,
-    /// Write only shard K of N (0-based): problems whose id's FNV-1a 64 hash mod N is K
-    #[arg(long, value_name = "K/N")]
-    shard: Option<Shard>,
-    /// What to do with a test file that cannot be used (syntax error, binary, not UTF-8,
-    /// unreadable, too large): report it and go on (exit 3 at the end), or stop (exit 4)
-    #[arg(long, value_enum, default_value_t = OnError::Skip)]
-    on_error: OnError,
-    /// Output format: clover problem records, or CPP-UT-Bench rows (C++ only)
-    #[arg(long, value_enum, default_value_t = Format::Clover)]
-    format: Format,
-    /// Also write each Python problem file (tmp_test_<stem>_<n>.py) next to its original
-    #[arg(long)]
-    write_problem_files: bool,
-    /// Skip (and report) files larger than this many bytes
-    #[arg(long, value_name = "BYTES", default_value_t = clover_extract::DEFAULT_MAX_FILE_BYTES)]
-    max_file_bytes: u64,
-    /// Cut C++ sources longer than this many lines into chunks
-    #[arg(long, value_name = "LINES", default_value_t = clover_extract::DEFAULT_CHUNK_LINES)]
-    chunk_lines: u32,
-    /// Do not list notes (empty files, unpaired or superseded C++ tests) one by one; errors
-    /// are always reported, and the summary counts both
-    #[arg(short, long)]
-    quiet: bool,
-    /// Pair C++ tests by CPP-UT-Bench's base-name rule alone: a test no base name pairs is
-    /// not paired through the headers it includes (the manifest's `pair_by_includes = false`)
-    #[arg(long)]
-    base_name_only: bool,
-    /// Print (to stderr) which source folders and test files were chosen, and why
-    #[arg(long)]
-    explain: bool,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum Lang {
-    Python,
-    Cpp,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum Format {
-    /// `problem` records (clover's wire format)
-    Clover,
-    /// CPP-UT-Bench's columns: ID, Language, Repository Name, File Name, …
-    CppUtBench,
-}
-
 fn main() -> ExitCode {
-    finish_main(TOOL, run(Args::parse()))
+    finish_main(TOOL, run(Cli::parse()))
 }
 
-fn options(repo: &RepoConfig, args: &Args) -> ExtractOptions {
+fn options(repo: &RepoConfig, args: &Cli) -> ExtractOptions {
     let language = match args.language {
         Some(Lang::Python) => Language::Python,
         Some(Lang::Cpp) => Language::Cpp,
@@ -110,7 +39,7 @@ fn options(repo: &RepoConfig, args: &Args) -> ExtractOptions {
     opts
 }
 
-fn run(args: Args) -> Result<u8> {
+fn run(args: Cli) -> Result<u8> {
     let repos = match RepoConfig::resolve(
         args.manifest.as_deref(),
         args.name.as_deref(),
@@ -118,12 +47,12 @@ fn run(args: Args) -> Result<u8> {
     ) {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("{TOOL}: error: {e}");
+            diag!("{TOOL}: error: {e}");
             return Ok(exit::USAGE);
         }
     };
     if args.resume && args.format == Format::CppUtBench {
-        eprintln!(
+        diag!(
             "{TOOL}: error: --resume needs clover records; CPP-UT-Bench rows are written at once"
         );
         return Ok(exit::USAGE);
@@ -144,9 +73,10 @@ fn run(args: Args) -> Result<u8> {
     for repo in &repos {
         let opts = options(repo, &args);
         if args.format == Format::CppUtBench && opts.language != Language::Cpp {
-            eprintln!(
+            diag!(
                 "{TOOL}: error: --format cpp-ut-bench needs a C++ repository; {} is {}",
-                repo.name, opts.language
+                repo.name,
+                opts.language
             );
             return Ok(exit::USAGE);
         }
@@ -163,9 +93,9 @@ fn run(args: Args) -> Result<u8> {
         for issue in &out.issues {
             if issue.kind.is_error() {
                 errors += 1;
-                eprintln!("{TOOL}: error: {}/{issue}", repo.name);
+                diag!("{TOOL}: error: {}/{issue}", repo.name);
             } else if !args.quiet {
-                eprintln!("{TOOL}: note: {}/{issue}", repo.name);
+                diag!("{TOOL}: note: {}/{issue}", repo.name);
             }
         }
         bad_files += errors;
@@ -175,7 +105,7 @@ fn run(args: Args) -> Result<u8> {
         }
         if args.write_problem_files {
             let n = write_problem_files(&opts.root, &out.problems)?;
-            eprintln!(
+            diag!(
                 "{TOOL}: wrote {n} problem file(s) under {}",
                 opts.root.display()
             );
@@ -195,7 +125,7 @@ fn run(args: Args) -> Result<u8> {
                     .filter_map(CppUtBenchRow::from_problem),
             ),
         }
-        eprintln!(
+        diag!(
             "{TOOL}: {}: {} in {:.3} s ({:.1} MB/s)",
             repo.name,
             out.summary,
@@ -204,7 +134,7 @@ fn run(args: Args) -> Result<u8> {
         );
         if out.summary.problems == 0 {
             // Nothing to benchmark is rarely what was meant: say where extract looked.
-            eprintln!(
+            diag!(
                 "{TOOL}: warning: {}: no problem extracted (test folders {}, test files {}); \
                  name them with test_dirs and test_globs in clover.toml (see --explain)",
                 repo.name,
@@ -241,11 +171,11 @@ fn run(args: Args) -> Result<u8> {
 /// Says where each setting came from and which test files were read or left out, and why.
 fn explain(repo: &RepoConfig, opts: &ExtractOptions, out: &Extraction) {
     let name = &repo.name;
-    eprintln!("{TOOL}: explain: {name}: root {}", opts.root.display());
+    diag!("{TOOL}: explain: {name}: root {}", opts.root.display());
     for line in &repo.explanation {
-        eprintln!("{TOOL}: explain: {name}: {line}");
+        diag!("{TOOL}: explain: {name}: {line}");
     }
-    eprintln!(
+    diag!(
         "{TOOL}: explain: {name}: test files: those under test_dirs matching {} ({} found)",
         opts.test_globs.join(", "),
         out.test_files.len()
@@ -258,8 +188,8 @@ fn explain(repo: &RepoConfig, opts: &ExtractOptions, out: &Extraction) {
         .collect();
     for file in &out.test_files {
         match left_out.get(file.as_str()) {
-            Some(issue) => eprintln!("{TOOL}: explain: {name}:   left out {issue}"),
-            None => eprintln!("{TOOL}: explain: {name}:   test file {file}"),
+            Some(issue) => diag!("{TOOL}: explain: {name}:   left out {issue}"),
+            None => diag!("{TOOL}: explain: {name}:   test file {file}"),
         }
     }
 }
@@ -276,7 +206,7 @@ fn list(dirs: &[std::path::PathBuf]) -> String {
 
 fn exit_code(bad_files: u64) -> u8 {
     if bad_files > 0 {
-        eprintln!("{TOOL}: {bad_files} test file(s) could not be used; see the errors above");
+        diag!("{TOOL}: {bad_files} test file(s) could not be used; see the errors above");
         exit::BAD_RECORDS
     } else {
         exit::OK

@@ -371,3 +371,32 @@ fn a_repository_without_tests_is_warned_about() {
         "{stderr}"
     );
 }
+
+/// A closed stderr (its reader gone) is no reason to stop: the records on stdout and the exit
+/// code are those of a run whose stderr is read. `eprintln!` panicked there, exit 101 with
+/// nothing written.
+#[test]
+fn a_closed_stderr_changes_neither_the_records_nor_the_exit_code() {
+    let dir = tempfile::tempdir().unwrap();
+    let tests = dir.path().join("tests");
+    std::fs::create_dir_all(&tests).unwrap();
+    std::fs::write(
+        tests.join("test_ok.py"),
+        "def test_a():\n    assert 1 == 1\n",
+    )
+    .unwrap();
+    std::fs::write(tests.join("test_broken.py"), "def test_b(:\n    pass\n").unwrap();
+    let root = dir.path().to_str().unwrap();
+    let args = ["--repo", root, "--language", "python", "--name", "bad", "--explain"];
+    let (stdout, stderr, code) = run(&args);
+    assert_eq!(code, 3, "a bad test file is bad input: {stderr}");
+    assert!(stderr.contains("error: bad/tests/test_broken.py"), "{stderr}");
+    let closed = Command::new(env!("CARGO_BIN_EXE_clover-extract"))
+        .args(args)
+        .stderr(clover_testkit::closed_pipe())
+        .output()
+        .expect("the binary runs");
+    assert_eq!(closed.status.code(), Some(3));
+    assert_eq!(closed.stdout, stdout);
+    assert_eq!(problems(closed.stdout).len(), 1);
+}

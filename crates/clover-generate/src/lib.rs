@@ -49,6 +49,7 @@
 //! It deliberately does not look inside answers: extracting code and building the candidate
 //! test is `clover_answer`'s job, done where the candidate is run (sandbox-run).
 
+pub mod cli;
 mod model;
 mod openai;
 mod resume;

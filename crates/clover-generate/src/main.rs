@@ -1,107 +1,18 @@
 //! The `clover-generate` binary: flags in, [`clover_generate::generate`] does the work.
 
-use std::ffi::OsString;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context;
-use clap::{Parser, ValueEnum};
+use clap::Parser;
+use clover_generate::cli::{Cli, ModelKind};
 use clover_generate::{
     prepare_resume, Baseline, ChatClient, ChatConfig, CommandModel, MaxContext, Model,
     SamplingPlan, SettingsMismatch, TaskSampling,
 };
-use clover_protocol::{exit, finish_main, StageArgs, StageIo, Task};
+use clover_protocol::{diag, exit, finish_main, StageIo, Task};
 
 const TOOL: &str = "clover-generate";
-
-/// Answer task instances with a model: the oracle, a trivial baseline, an OpenAI-compatible
-/// server or a command. Reads instances (JSON Lines), writes responses.
-#[derive(Debug, Parser)]
-#[command(name = TOOL, version)]
-struct Cli {
-    #[command(flatten)]
-    stage: StageArgs,
-    /// Which model answers.
-    #[arg(long, value_enum)]
-    model: ModelKind,
-    /// The name written in each response's `model` field and id (default: the model kind, or
-    /// the full --model-name for openai, `/` included).
-    #[arg(long, value_name = "NAME")]
-    label: Option<String>,
-    /// openai: the API root, e.g. http://127.0.0.1:8000/v1.
-    #[arg(long, value_name = "URL")]
-    base_url: Option<String>,
-    /// openai: the model name sent with each request.
-    #[arg(long, value_name = "NAME")]
-    model_name: Option<String>,
-    /// openai: the environment variable holding the API key (sent only when set).
-    #[arg(long, default_value = "OPENAI_API_KEY", value_name = "VAR")]
-    api_key_env: String,
-    /// openai: `X` for every task, or `TASK=X` (assertion_cloze, targeted_test, coverage_test,
-    /// cpp_unit_test; repeatable). Default: 0.2, and 0.1 for cpp_unit_test (CPP-UT-Bench's).
-    #[arg(long, value_name = "[TASK=]X")]
-    temperature: Vec<String>,
-    /// openai: as --temperature. Default: 1.0, and 0.7 for cpp_unit_test.
-    #[arg(long, value_name = "[TASK=]X")]
-    top_p: Vec<String>,
-    /// openai: as --temperature; sent only when set. Default: 0.3 for cpp_unit_test, unset for
-    /// the others.
-    #[arg(long, value_name = "[TASK=]X")]
-    frequency_penalty: Vec<String>,
-    /// openai: as --temperature; sent only when set. Default: unset.
-    #[arg(long, value_name = "[TASK=]X")]
-    presence_penalty: Vec<String>,
-    /// openai: the `seed` sent with each request (servers that honour it sample reproducibly).
-    #[arg(long, value_name = "N")]
-    seed: Option<u64>,
-    /// openai: a `stop` sequence sent with each request (repeatable).
-    #[arg(long, value_name = "TEXT")]
-    stop: Vec<String>,
-    /// Max new tokens: `N` for every task, or `TASK=N`. Defaults: 200 for Task I, 4000 for
-    /// Tasks II and III, 4096 for cpp_unit_test (CPP-UT-Bench's).
-    #[arg(long, value_name = "[TASK=]N")]
-    max_tokens: Vec<String>,
-    /// The model's maximum context in tokens: an instance whose prompt_tokens plus its task's
-    /// max tokens exceed it is not sent; its response is marked `generation.skipped =
-    /// "over_max_context"` and score leaves it out (CLOVER's per-model maximum length).
-    #[arg(long, value_name = "TOKENS")]
-    max_context: Option<u32>,
-    /// Requests (or commands) running at once.
-    #[arg(long, default_value_t = 4, value_name = "N")]
-    concurrency: usize,
-    /// Time limit of one request attempt, or of one command run.
-    #[arg(long, default_value_t = 300.0, value_name = "SECS")]
-    timeout_secs: f64,
-    /// openai: retries after the first attempt on 429, 5xx and transport errors.
-    #[arg(long, default_value_t = 5, value_name = "N")]
-    max_retries: u32,
-    /// openai: the first retry's wait; it doubles with each further retry (up to 60 s).
-    #[arg(long, default_value_t = 1000, value_name = "MS")]
-    backoff_ms: u64,
-    /// With --resume: ask again for the responses that ended in an error (the default).
-    #[arg(long, overrides_with = "no_retry_errors")]
-    retry_errors: bool,
-    /// With --resume: keep the responses that ended in an error as they are.
-    #[arg(long, overrides_with = "retry_errors")]
-    no_retry_errors: bool,
-    /// cmd: the command and its arguments, after `--`.
-    #[arg(last = true, value_name = "COMMAND")]
-    command: Vec<OsString>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum ModelKind {
-    /// The ground truth.
-    Oracle,
-    /// Task I: the other operand; other tasks: as assert-true.
-    CopyOperand,
-    /// `True` / a test whose body is `assert True`.
-    AssertTrue,
-    /// An OpenAI-compatible chat-completions server.
-    Openai,
-    /// A command: prompt on stdin, answer on stdout.
-    Cmd,
-}
 
 /// A flag missing or invalid: exit 2, as docs/ERRORS.md says for bad usage.
 #[derive(Debug, thiserror::Error)]
@@ -121,7 +32,7 @@ fn main() -> ExitCode {
     if let Some(e) = result.as_ref().err().filter(|e| {
         e.downcast_ref::<Usage>().is_some() || e.downcast_ref::<SettingsMismatch>().is_some()
     }) {
-        eprintln!("{TOOL}: error: {e}");
+        diag!("{TOOL}: error: {e}");
         return ExitCode::from(exit::USAGE);
     }
     finish_main(TOOL, result)
@@ -151,7 +62,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         )?;
         kept_errors = found.kept_errors;
         if found.retried > 0 {
-            eprintln!(
+            diag!(
                 "{TOOL}: {} response(s) that ended in an error will be asked again (--no-retry-errors keeps them)",
                 found.retried
             );
@@ -165,12 +76,14 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         max_context.as_ref(),
         cli.concurrency,
     )?;
-    eprintln!(
+    diag!(
         "{TOOL}: {} response(s) from {name}, {} with an error, {} already done",
-        summary.written, summary.errors, summary.skipped
+        summary.written,
+        summary.errors,
+        summary.skipped
     );
     if summary.over_max_context > 0 {
-        eprintln!(
+        diag!(
             "{TOOL}: {} instance(s) not sent: the prompt and the answer reserve exceed --max-context",
             summary.over_max_context
         );
@@ -178,7 +91,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
     let code = io.finish()?;
     let errors = summary.errors + kept_errors;
     if errors > 0 {
-        eprintln!(
+        diag!(
             "{TOOL}: {errors} response(s) hold an error instead of an answer; rerun with --resume to ask for them again"
         );
         return Ok(code.max(exit::BAD_RECORDS));

@@ -889,3 +889,39 @@ fn instances_over_the_max_context_are_not_sent() {
     assert_eq!(skipped, [false, true, true]);
     assert_eq!(rs[0].text, "ref");
 }
+
+/// A closed stderr (its reader gone) is no reason to stop: the responses on stdout and the
+/// exit code (3, for the bad input line) are those of a run whose stderr is read.
+/// `eprintln!` panicked there, exit 101.
+#[test]
+fn a_closed_stderr_changes_neither_the_responses_nor_the_exit_code() {
+    let dir = tempfile::tempdir().unwrap();
+    let instances: Vec<Instance> = (0..3)
+        .map(|k| {
+            instance(
+                &format!("pyfix/t.py::test_{k}#targeted_test#full@po"),
+                Task::TargetedTest,
+                "p",
+                &format!("def test_{k}():\n    assert {k} == {k}\n"),
+            )
+        })
+        .collect();
+    let input = dir.path().join("instances.jsonl");
+    std::fs::write(&input, jsonl(&instances) + "{not json\n").unwrap();
+    let args = ["--model", "oracle", input.to_str().unwrap()];
+    let read = Command::new(env!("CARGO_BIN_EXE_clover-generate"))
+        .args(args)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&read.stderr);
+    assert_eq!(read.status.code(), Some(3), "{stderr}");
+    assert!(stderr.contains("malformed JSON"), "{stderr}");
+    let closed = Command::new(env!("CARGO_BIN_EXE_clover-generate"))
+        .args(args)
+        .stderr(clover_testkit::closed_pipe())
+        .output()
+        .unwrap();
+    assert_eq!(closed.status.code(), Some(3));
+    assert_eq!(closed.stdout, read.stdout);
+    assert_eq!(read_responses(&closed.stdout).len(), 3);
+}
