@@ -69,6 +69,7 @@
 //! sandbox-run, and everything a metric needs travels in the records.
 
 mod bootstrap;
+pub mod cli;
 mod judge;
 mod meta;
 mod metrics;

@@ -2,117 +2,21 @@
 
 use std::collections::HashMap;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context;
-use clap::{Parser, ValueEnum};
+use clap::Parser;
 use clover_generate::{ChatClient, ChatConfig};
 use clover_protocol::{
-    exit, finish_main, BadRecords, Instance, OnError, RecordReader, RecordWriter, RunResult,
-    Stopped, Task, DEFAULT_MAX_LINE_BYTES,
+    diag, exit, finish_main, BadRecords, Instance, OnError, RecordReader, RecordWriter, RunResult,
+    Stopped, Task,
 };
+use clover_score::cli::{Cli, Format, JudgeKind, JudgeOrderArg, RerConstants};
 use clover_score::{run_judge, ConstantReading, Judge, JudgeItem, JudgeOrder, Scorer};
 
 const TOOL: &str = "clover-score";
-
-/// Score run results: metrics per model × task × setting (× repository), context
-/// utilization, an optional LLM judge; as a table, JSON, ScoreRow JSON Lines or HTML.
-#[derive(Debug, Parser)]
-#[command(name = TOOL, version)]
-struct Cli {
-    /// Run-result files (JSON Lines); `-` or nothing reads stdin. Several models' results
-    /// combine into one report.
-    #[arg(value_name = "INPUT")]
-    inputs: Vec<PathBuf>,
-    /// Write the report to FILE instead of stdout.
-    #[arg(short, long, value_name = "FILE")]
-    output: Option<PathBuf>,
-    #[arg(long, value_enum, default_value_t = Format::Table)]
-    format: Format,
-    /// Add a row per repository besides the all-repository rows.
-    #[arg(long)]
-    by_repo: bool,
-    /// What RER counts as a constant: `ast` is Python's `ast.Constant`, CLOVER's definition
-    /// (`-3` and `(1, 2)` are not constants); `clover` also counts signed numbers and tuples of
-    /// constants.
-    #[arg(long, value_enum, default_value_t = RerConstants::Ast)]
-    rer_constants: RerConstants,
-    /// What to do with a bad input record.
-    #[arg(long, value_enum, default_value_t = OnError::Skip)]
-    on_error: OnError,
-    #[arg(long, default_value_t = DEFAULT_MAX_LINE_BYTES, value_name = "BYTES")]
-    max_line_bytes: usize,
-    /// Ask a judge model to compare answers pairwise (CPP-UT-Bench's evaluation).
-    #[arg(long, value_enum)]
-    judge: Option<JudgeKind>,
-    /// judge: the API root, e.g. http://127.0.0.1:8000/v1.
-    #[arg(long, value_name = "URL")]
-    judge_base_url: Option<String>,
-    /// judge: the model name sent with each request.
-    #[arg(long, value_name = "NAME")]
-    judge_model_name: Option<String>,
-    /// judge: the environment variable holding the API key.
-    #[arg(long, default_value = "OPENAI_API_KEY", value_name = "VAR")]
-    judge_api_key_env: String,
-    /// judge: the tasks judged (repeatable).
-    #[arg(long, value_name = "TASK", default_value = "cpp_unit_test")]
-    judge_task: Vec<String>,
-    /// judge: models left out of the pairs (repeatable; the oracle's answer is the ground truth).
-    #[arg(long, value_name = "MODEL", default_value = "oracle")]
-    judge_exclude: Vec<String>,
-    #[arg(long, default_value_t = 4, value_name = "N")]
-    judge_concurrency: usize,
-    #[arg(long, default_value_t = 120.0, value_name = "SECS")]
-    judge_timeout_secs: f64,
-    #[arg(long, default_value_t = 5, value_name = "N")]
-    judge_max_retries: u32,
-    #[arg(long, default_value_t = 1000, value_name = "MS")]
-    judge_backoff_ms: u64,
-    /// judge: `both` asks each pair in both orders and counts a win only when both agree
-    /// (clover's reading, the default); `single` asks once, as CPP-UT-Bench does, the first
-    /// model by name in position A (see --judge-swap-seed).
-    #[arg(long, value_enum, default_value_t = JudgeOrderArg::Both)]
-    judge_order: JudgeOrderArg,
-    /// judge, with --judge-order single: swap A and B for the pairs a hash of this seed picks
-    /// (about half), instead of always showing the first model as A.
-    #[arg(long, value_name = "SEED", requires = "judge_order")]
-    judge_swap_seed: Option<u64>,
-    /// judge: the instances file, for the ground truth; without it, the oracle's results in
-    /// the input serve as the ground truth.
-    #[arg(long, value_name = "FILE")]
-    instances: Option<PathBuf>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum Format {
-    /// Markdown tables, readable on a terminal.
-    Table,
-    Markdown,
-    Json,
-    /// ScoreRow records, one per line.
-    Jsonl,
-    Html,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum RerConstants {
-    Ast,
-    Clover,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum JudgeOrderArg {
-    Both,
-    Single,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum JudgeKind {
-    /// An OpenAI-compatible chat-completions server.
-    Openai,
-}
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -188,7 +92,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         }
     }
     if scorer.untasked > 0 {
-        eprintln!(
+        diag!(
             "{TOOL}: warning: {} result(s) without a task were not scored",
             scorer.untasked
         );
@@ -201,11 +105,11 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         }
         let (rows, missing, failures) = run_judge(judge, &items, &references, &cli.judge_exclude);
         if missing > 0 {
-            eprintln!("{TOOL}: warning: {missing} instance(s) had no ground truth and were not judged; pass --instances or include the oracle's results");
+            diag!("{TOOL}: warning: {missing} instance(s) had no ground truth and were not judged; pass --instances or include the oracle's results");
         }
         if failures.failed_requests + failures.unreadable_answers > 0 {
             // A judge that could not be asked is no verdict: say so, and fail the run.
-            eprintln!(
+            diag!(
                 "{TOOL}: warning: the judge failed {} request(s) and gave {} unreadable answer(s); those pairs are `undecided`, in no rate (check --judge-base-url, --judge-model-name and the key)",
                 failures.failed_requests, failures.unreadable_answers
             );
@@ -219,7 +123,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
     }
     bad.summarize(TOOL);
     Ok(if bad.count > 0 {
-        eprintln!("{TOOL}: {} bad record(s) reported above", bad.count);
+        diag!("{TOOL}: {} bad record(s) reported above", bad.count);
         exit::BAD_RECORDS
     } else {
         exit::OK
@@ -276,7 +180,7 @@ fn read_references(
             Ok((_, i)) => i,
             Err(e) if e.is_recoverable() => {
                 bad += 1;
-                eprintln!("{TOOL}: error: {e}");
+                diag!("{TOOL}: error: {e}");
                 if cli.on_error == OnError::Stop {
                     return Err(Stopped.into());
                 }
