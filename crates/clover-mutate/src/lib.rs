@@ -1,8 +1,9 @@
 //! Mutants of a problem's focal code, for the mutation score: does a test notice when the code
 //! is wrong, not only run it?
 //!
-//! Given the files of a problem's focal code — a Task II target's body, Task III's unique
-//! blocks, a C++ focal source — each with the regions that may change ([`Focus`]), [`mutants`]
+//! Given the files of a problem's focal code — a Task II target's body ([`target_bodies`]),
+//! Task III's unique blocks ([`block_spans`]), a C++ focal source ([`Focus::Whole`]) — each
+//! with the regions that may change ([`Focus`]), [`mutants`]
 //! finds every mutation site with tree-sitter, in source order, and returns a seeded sample of
 //! at most [`Sampling::max_mutants`]. The operators are the usual ones of mutmut, cosmic-ray and
 //! Mull ([`Operator`]): arithmetic, comparison and boolean operator replacement, constant
@@ -28,13 +29,14 @@
 //! recorded mutant back into its file's text, refusing a file that changed since.
 //!
 //! This crate deliberately runs nothing itself and reads no files: running a mutant is the
-//! caller's (in the sandbox), and so is deciding which regions are focal. It does not check
+//! caller's (in the sandbox), and so is reading the focal files. It does not check
 //! types, so a C++ mutant may not compile (`+` → `-` on a `std::string`); the runner reports
 //! that as [`Verdict::Invalid`] and [`keep_killed`] drops it.
 
 mod calibrate;
 mod cpp;
 mod error;
+mod focal;
 mod operator;
 mod python;
 mod record;
@@ -49,6 +51,7 @@ use tree_sitter::{Node, Parser, Tree};
 
 pub use calibrate::{keep_killed, Calibration, Verdict};
 pub use error::MutateError;
+pub use focal::{block_spans, target_bodies};
 pub use operator::Operator;
 pub use record::{apply, file_hash, problem_mutants};
 pub use rng::{problem_seed, SplitMix64};
