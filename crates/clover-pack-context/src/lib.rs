@@ -43,6 +43,7 @@
 //! records together (extract and calibrate write them that way).
 
 mod build;
+pub mod cli;
 mod pack;
 mod prompt;
 mod python;
@@ -318,7 +319,7 @@ pub fn print_summary(summary: &Summary, secs: f64) {
         .iter()
         .map(|(t, n)| format!("{t} {n}"))
         .collect();
-    eprintln!(
+    clover_protocol::diag!(
         "{TOOL}: {} instance(s) ({}) from {} problem(s) in {} repositor{}; {} excluded by \
          calibrate; {} left out by --sample; {} prompt tokens in {secs:.2}s",
         summary.total_instances(),
@@ -335,9 +336,9 @@ pub fn print_summary(summary: &Summary, secs: f64) {
         summary.prompt_tokens,
     );
     for (why, n) in &summary.skipped {
-        eprintln!("{TOOL}: skipped {n}: {why}");
+        clover_protocol::diag!("{TOOL}: skipped {n}: {why}");
     }
     for f in &summary.unusable_files {
-        eprintln!("{TOOL}: warning: source file left out of contexts: {f}");
+        clover_protocol::diag!("{TOOL}: warning: source file left out of contexts: {f}");
     }
 }
