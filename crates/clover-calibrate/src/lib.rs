@@ -40,6 +40,7 @@
 //! never runs code outside the sandbox.
 
 pub mod analysis;
+pub mod cli;
 pub mod coverage_json;
 mod cpp;
 mod python;

@@ -7,13 +7,14 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use clap::Parser;
+use clover_calibrate::cli::Cli;
 use clover_calibrate::{
     calibrate_cpp, calibrate_group_noted, steady_text, CalibrateOptions, EmptyRuns, Note,
 };
-use clover_manifest::{RepoArgs, RepoConfig};
+use clover_manifest::RepoConfig;
 use clover_protocol::{
-    finish_main, CalibratedProblem, Language, Problem, RecordReader, Shard, StageArgs, StageIo,
-    Stopped, Usage,
+    diag, finish_main, CalibratedProblem, Language, Problem, RecordReader, Shard, StageIo, Stopped,
+    Usage,
 };
 use clover_sandbox::gtest::LibraryCache;
 use clover_sandbox::{CheckedInterpreters, Limits, Sandbox};
@@ -21,45 +22,11 @@ use rayon::prelude::*;
 
 const TOOL: &str = "clover-calibrate";
 
-/// Run each problem's ground truth in the sandbox; add coverage, context tiers, unique blocks
-/// and targets
-#[derive(Debug, Parser)]
-#[command(version)]
-struct Args {
-    #[command(flatten)]
-    stage: StageArgs,
-    #[command(flatten)]
-    repos: RepoArgs,
-    /// The Python interpreter with pytest and pytest-cov (default: the manifest's, else
-    /// $CLOVER_PYTHON, else python3)
-    #[arg(long, value_name = "PATH")]
-    python: Option<PathBuf>,
-    /// Runs of each ground truth; a problem whose outcome or lines change is flaky
-    #[arg(long, default_value_t = 3)]
-    runs: u32,
-    /// One pytest process per problem (the slow cross-check) instead of one per test file
-    #[arg(long)]
-    per_test: bool,
-    /// Test files calibrated at once (default: the number of cores)
-    #[arg(long, short)]
-    jobs: Option<usize>,
-    /// Wall-clock limit of one pytest process, in seconds (default: the manifest's)
-    #[arg(long, value_name = "SECS")]
-    timeout: Option<u64>,
-    /// Memory limit of one pytest process, in MiB (default: the manifest's)
-    #[arg(long, value_name = "MB")]
-    memory: Option<u64>,
-    /// Write the kept/excluded summary as JSON here (default: OUTPUT.summary.json with -o); for
-    /// C++ it also counts the test files this run compiled (`test_builds`)
-    #[arg(long, value_name = "FILE")]
-    summary: Option<PathBuf>,
-}
-
 fn main() -> ExitCode {
-    finish_main(TOOL, run(Args::parse()))
+    finish_main(TOOL, run(Cli::parse()))
 }
 
-fn run(args: Args) -> Result<u8> {
+fn run(args: Cli) -> Result<u8> {
     let repos = args.repos.resolve().map_err(Usage::from_error)?;
     let sandbox = Sandbox::new().context("cannot start the sandbox")?;
     let default_python = args
@@ -184,7 +151,7 @@ fn run(args: Args) -> Result<u8> {
     }
     for (repo, counts) in &summary {
         let parts: Vec<String> = counts.iter().map(|(k, v)| format!("{k} {v}")).collect();
-        eprintln!("{TOOL}: {repo}: {}", parts.join(", "));
+        diag!("{TOOL}: {repo}: {}", parts.join(", "));
     }
     let summary_path = args.summary.clone().or_else(|| {
         args.stage
@@ -264,7 +231,7 @@ struct Ctx<'a> {
     /// What a C++ file of one empty TEST covers, run once per repository.
     empties: &'a EmptyRuns,
     repos: &'a BTreeMap<String, RepoConfig>,
-    args: &'a Args,
+    args: &'a Cli,
     default_python: &'a std::path::Path,
     pool: &'a rayon::ThreadPool,
     /// Each interpreter's check before its first run: `Err` says why it cannot serve.
@@ -273,7 +240,7 @@ struct Ctx<'a> {
 
 /// The interpreter a Python repository's problems run under: `--python`, the manifest's (or
 /// the detected `.venv`), else the default; absolute, as the sandbox binds it.
-fn python_for(args: &Args, repo: &RepoConfig, default: &std::path::Path) -> PathBuf {
+fn python_for(args: &Cli, repo: &RepoConfig, default: &std::path::Path) -> PathBuf {
     let python = args
         .python
         .clone()
@@ -301,7 +268,7 @@ fn check_interpreters(ctx: &Ctx, groups: &[Group]) -> Result<()> {
         let checked = ctx
             .interpreters
             .check(ctx.sandbox, &python, &repo.root, |tools| {
-                eprintln!("{TOOL}: {}: {tools}", python.display());
+                diag!("{TOOL}: {}: {tools}", python.display());
             })
             .context("checking the interpreter")?;
         if let Err(why) = checked {
@@ -409,7 +376,7 @@ fn flush(
                     }
                 }
                 for note in &done.notes {
-                    eprintln!("{TOOL}: note: {}: {}", note.id, steady_text(&note.text));
+                    diag!("{TOOL}: note: {}: {}", note.id, steady_text(&note.text));
                 }
                 if !done.notes.is_empty() {
                     *summary

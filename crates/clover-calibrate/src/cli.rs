@@ -1,0 +1,43 @@
+//! The command line of `clover-calibrate`, here rather than in `main.rs` so the `clover` front
+//! command can build its completions and man pages from it; `main.rs` parses it and does the
+//! run.
+
+use std::path::PathBuf;
+
+use clap::Parser;
+use clover_manifest::RepoArgs;
+use clover_protocol::StageArgs;
+
+/// Run each problem's ground truth in the sandbox; add coverage, context tiers, unique blocks
+/// and targets
+#[derive(Debug, Parser)]
+#[command(version)]
+pub struct Cli {
+    #[command(flatten)]
+    pub stage: StageArgs,
+    #[command(flatten)]
+    pub repos: RepoArgs,
+    /// The Python interpreter with pytest and pytest-cov (default: the manifest's, else
+    /// $CLOVER_PYTHON, else python3)
+    #[arg(long, value_name = "PATH")]
+    pub python: Option<PathBuf>,
+    /// Runs of each ground truth; a problem whose outcome or lines change is flaky
+    #[arg(long, default_value_t = 3)]
+    pub runs: u32,
+    /// One pytest process per problem (the slow cross-check) instead of one per test file
+    #[arg(long)]
+    pub per_test: bool,
+    /// Test files calibrated at once (default: the number of cores)
+    #[arg(long, short)]
+    pub jobs: Option<usize>,
+    /// Wall-clock limit of one pytest process, in seconds (default: the manifest's)
+    #[arg(long, value_name = "SECS")]
+    pub timeout: Option<u64>,
+    /// Memory limit of one pytest process, in MiB (default: the manifest's)
+    #[arg(long, value_name = "MB")]
+    pub memory: Option<u64>,
+    /// Write the kept/excluded summary as JSON here (default: OUTPUT.summary.json with -o); for
+    /// C++ it also counts the test files this run compiled (`test_builds`)
+    #[arg(long, value_name = "FILE")]
+    pub summary: Option<PathBuf>,
+}
