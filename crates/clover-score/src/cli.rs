@@ -69,10 +69,37 @@ pub struct Cli {
     /// (about half), instead of always showing the first model as A.
     #[arg(long, value_name = "SEED", requires = "judge_order")]
     pub judge_swap_seed: Option<u64>,
-    /// judge: the instances file, for the ground truth; without it, the oracle's results in
-    /// the input serve as the ground truth.
+    /// The instances file (pack-context's output): the judge's ground truth (without it, the
+    /// oracle's results in the input serve), and the dataset statistics of `--tables paper`.
     #[arg(long, value_name = "FILE")]
     pub instances: Option<PathBuf>,
+    /// `clover`: score's tables per model × task × setting; `paper`: the papers' tables
+    /// (CLOVER Tables 2–8 and the EM-vs-RER gap, CPP-UT-Bench Table 1 and Figs. 2–3), in
+    /// --format table, markdown, json or html. docs/FIDELITY.md maps them.
+    #[arg(long, value_enum, default_value_t = Tables::Clover)]
+    pub tables: Tables,
+    /// Response files (generate's output, repeatable): the models' full ids, servers and
+    /// sampling for the report's metadata.
+    #[arg(long, value_name = "FILE")]
+    pub responses: Vec<PathBuf>,
+    /// The run's date as the report shows it, verbatim. Without it SOURCE_DATE_EPOCH is used,
+    /// else the date is "not recorded": score never reads the clock, so the same inputs give
+    /// the same bytes.
+    #[arg(long, value_name = "TEXT")]
+    pub date: Option<String>,
+    /// Bootstrap replicates for each row's 95% intervals (resampling its instances); 0 draws
+    /// none.
+    #[arg(long, default_value_t = 1000, value_name = "N")]
+    pub bootstrap: u32,
+    /// The bootstrap's seed; each row's stream comes from it and the row's id.
+    #[arg(long, default_value_t = 0, value_name = "SEED")]
+    pub bootstrap_seed: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Tables {
+    Clover,
+    Paper,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -13,8 +13,12 @@ use clover_protocol::{
     diag, exit, finish_main, BadRecords, Instance, OnError, RecordReader, RecordWriter, RunResult,
     Stopped, Task,
 };
-use clover_score::cli::{Cli, Format, JudgeKind, JudgeOrderArg, RerConstants};
-use clover_score::{run_judge, ConstantReading, Judge, JudgeItem, JudgeOrder, Scorer};
+use clover_protocol::{Record, Response, Usage};
+use clover_score::cli::{Cli, Format, JudgeKind, JudgeOrderArg, RerConstants, Tables};
+use clover_score::{
+    run_judge, Bootstrap, ConstantReading, DatasetStats, Judge, JudgeItem, JudgeOrder, RunMeta,
+    Scorer,
+};
 
 const TOOL: &str = "clover-score";
 
@@ -39,10 +43,31 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         .iter()
         .map(|t| parse_task(t))
         .collect::<anyhow::Result<_>>()?;
-    let mut scorer = Scorer::new(cli.by_repo).with_rer_constants(match cli.rer_constants {
-        RerConstants::Ast => ConstantReading::Ast,
-        RerConstants::Clover => ConstantReading::Clover,
-    });
+    if cli.tables == Tables::Paper && cli.format == Format::Jsonl {
+        return Err(Usage(
+            "--tables paper prints tables, not ScoreRow records: use --format table, markdown, json or html".into(),
+        )
+        .into());
+    }
+    let html = cli.format == Format::Html && cli.tables == Tables::Clover;
+    // The HTML report draws a chart per repository, so it always groups by repository.
+    let mut scorer = Scorer::new(cli.by_repo || html)
+        .with_rer_constants(match cli.rer_constants {
+            RerConstants::Ast => ConstantReading::Ast,
+            RerConstants::Clover => ConstantReading::Clover,
+        })
+        .with_bootstrap(Bootstrap {
+            replicates: cli.bootstrap,
+            seed: cli.bootstrap_seed,
+        });
+    if let (true, Some(folder)) = (html, cli.output.as_deref().and_then(samples_folder)) {
+        scorer = scorer.with_samples(&folder);
+    }
+    let mut meta = RunMeta {
+        date: run_date(&cli)?,
+        version: env!("CARGO_PKG_VERSION").into(),
+        ..RunMeta::default()
+    };
     let mut items: Vec<JudgeItem> = Vec::new();
     let mut references: HashMap<String, String> = HashMap::new();
     let mut bad = BadRecords::default();
@@ -55,15 +80,14 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             .collect()
     };
     for input in inputs {
-        let mut reader = RecordReader::open(input, cli.max_line_bytes).with_context(|| {
-            format!(
-                "opening {}",
-                input.map_or("stdin".into(), |p| p.display().to_string())
-            )
-        })?;
+        let name = input.map_or("stdin".into(), |p| p.display().to_string());
+        let mut reader = RecordReader::open(input, cli.max_line_bytes)
+            .with_context(|| format!("opening {name}"))?;
+        let mut read = 0;
         while let Some(next) = reader.next_record::<RunResult>() {
             match next {
                 Ok((_, r)) => {
+                    read += 1;
                     scorer.add(&r);
                     if judge.is_some() && r.task.is_some_and(|t| judge_tasks.contains(&t)) {
                         let answer = r.answer.clone().or(r.candidate.clone()).unwrap_or_default();
@@ -90,6 +114,28 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                 }
             }
         }
+        meta.inputs.push((name, read));
+    }
+    for path in &cli.responses {
+        let mut read = 0;
+        bad.count += read_records::<Response>(path, &cli, |r| {
+            read += 1;
+            meta.add_response(&r);
+        })?;
+        meta.responses.push((path.display().to_string(), read));
+    }
+    let mut stats = DatasetStats::default();
+    if let Some(path) = &cli.instances {
+        bad.count += read_records::<Instance>(path, &cli, |i| {
+            stats.add(&i);
+            // sandbox-run gives the chunks of a C++ source one result, under the id of the
+            // whole file; every chunk holds the whole file's test as its reference.
+            let file = i.file_instance_id();
+            if file != i.id {
+                references.insert(file.to_string(), i.reference.clone());
+            }
+            references.insert(i.id, i.reference);
+        })?;
     }
     if scorer.untasked > 0 {
         diag!(
@@ -98,11 +144,12 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         );
     }
     let mut report = scorer.report();
+    report.meta = RunMeta {
+        bootstrap: report.meta.bootstrap,
+        ..meta
+    };
     let mut judge_failed = false;
     if let Some(judge) = &judge {
-        if let Some(path) = &cli.instances {
-            bad.count += read_references(path, &cli, &mut references)?;
-        }
         let (rows, missing, failures) = run_judge(judge, &items, &references, &cli.judge_exclude);
         if missing > 0 {
             diag!("{TOOL}: warning: {missing} instance(s) had no ground truth and were not judged; pass --instances or include the oracle's results");
@@ -117,7 +164,8 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         }
         report.judge = rows;
     }
-    write_report(&cli, &report)?;
+    let stats = cli.instances.is_some().then_some(&stats);
+    write_report(&cli, &report, stats)?;
     if judge_failed {
         return Ok(exit::BAD_RECORDS);
     }
@@ -165,41 +213,105 @@ fn build_judge(cli: &Cli) -> anyhow::Result<Judge> {
     })
 }
 
-/// Reads the ground truth of each instance in `path`; a bad line is reported like one of the
-/// results' and counted (the count is returned), and the other lines are read.
-fn read_references(
-    path: &Path,
-    cli: &Cli,
-    into: &mut HashMap<String, String>,
-) -> anyhow::Result<u64> {
+/// The run's date: `--date` as given, else `SOURCE_DATE_EPOCH`, else none (never the clock).
+fn run_date(cli: &Cli) -> anyhow::Result<Option<String>> {
+    if let Some(date) = &cli.date {
+        return Ok(Some(date.clone()));
+    }
+    match std::env::var("SOURCE_DATE_EPOCH") {
+        Ok(v) if !v.trim().is_empty() => {
+            let secs: i64 = v.trim().parse().map_err(|_| {
+                Usage(format!(
+                    "SOURCE_DATE_EPOCH is `{v}`, not a number of seconds since 1970; unset it or pass --date"
+                ))
+            })?;
+            Ok(Some(clover_score::date_from_epoch(secs)))
+        }
+        _ => Ok(None),
+    }
+}
+
+/// The samples folder of an HTML report at `output`: `report.samples` beside `report.html`,
+/// named relative to the report so its links work wherever the pair is moved.
+fn samples_folder(output: &Path) -> Option<String> {
+    let stem = output.file_stem()?.to_str()?;
+    Some(format!("{stem}.samples"))
+}
+
+/// Reads every record of `path` into `each`; a bad line is reported like one of the results'
+/// and counted (the count is returned), and the other lines are read.
+fn read_records<T: Record>(path: &Path, cli: &Cli, mut each: impl FnMut(T)) -> anyhow::Result<u64> {
     let mut reader = RecordReader::open(Some(path), cli.max_line_bytes)
         .with_context(|| format!("opening {}", path.display()))?;
     let mut bad = 0;
-    while let Some(next) = reader.next_record::<Instance>() {
-        let i = match next {
-            Ok((_, i)) => i,
+    while let Some(next) = reader.next_record::<T>() {
+        match next {
+            Ok((_, record)) => each(record),
             Err(e) if e.is_recoverable() => {
                 bad += 1;
                 diag!("{TOOL}: error: {e}");
                 if cli.on_error == OnError::Stop {
                     return Err(Stopped.into());
                 }
-                continue;
             }
             Err(e) => return Err(e.into()),
-        };
-        // sandbox-run gives the chunks of a C++ source one result, under the id of the whole
-        // file; every chunk holds the whole file's test as its reference.
-        let file = i.file_instance_id();
-        if file != i.id {
-            into.insert(file.to_string(), i.reference.clone());
         }
-        into.insert(i.id, i.reference);
     }
     Ok(bad)
 }
 
-fn write_report(cli: &Cli, report: &clover_score::Report) -> anyhow::Result<()> {
+/// Writes each row's samples file (under the report's folder, emptied of the `.jsonl` files
+/// of an earlier run first, so no stale row is left linked to nothing).
+fn write_samples(output: &Path, report: &clover_score::Report) -> anyhow::Result<()> {
+    let base = output.parent().unwrap_or(Path::new(""));
+    let Some(folder) = samples_folder(output) else {
+        return Ok(());
+    };
+    let dir = base.join(&folder);
+    if dir.is_dir() {
+        for entry in
+            std::fs::read_dir(&dir).with_context(|| format!("reading {}", dir.display()))?
+        {
+            let path = entry?.path();
+            if path.extension().is_some_and(|e| e == "jsonl") {
+                std::fs::remove_file(&path)
+                    .with_context(|| format!("removing {}", path.display()))?;
+            }
+        }
+    }
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    for (href, lines) in &report.samples {
+        let path = base.join(href);
+        let mut text = String::new();
+        for line in lines {
+            text.push_str(line);
+            text.push('\n');
+        }
+        clover_protocol::write_whole(&path, text.as_bytes())
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    Ok(())
+}
+
+fn write_report(
+    cli: &Cli,
+    report: &clover_score::Report,
+    stats: Option<&DatasetStats>,
+) -> anyhow::Result<()> {
+    if cli.tables == Tables::Paper {
+        let tables = clover_score::paper_tables(report, stats);
+        let text = match cli.format {
+            Format::Json => {
+                let mut s =
+                    serde_json::to_string_pretty(&clover_score::paper_json(&tables, report))?;
+                s.push('\n');
+                s
+            }
+            Format::Html => clover_score::paper_html(&tables, report, stats),
+            _ => clover_score::paper_markdown(&tables),
+        };
+        return write_text(cli, &text);
+    }
     if cli.format == Format::Jsonl {
         let (mut writer, _) = match &cli.output {
             Some(path) => RecordWriter::create(path, false)?,
@@ -218,9 +330,20 @@ fn write_report(cli: &Cli, report: &clover_score::Report) -> anyhow::Result<()> 
             s.push('\n');
             s
         }
-        Format::Html => clover_score::to_html(report),
+        Format::Html => {
+            // The samples first: the page that links to them is the last thing written.
+            if let Some(path) = &cli.output {
+                write_samples(path, report)?;
+            }
+            clover_score::to_html(report)
+        }
         Format::Jsonl => unreachable!("handled above"),
     };
+    write_text(cli, &text)
+}
+
+/// Writes `text` to `-o FILE` (whole, through a rename) or stdout.
+fn write_text(cli: &Cli, text: &str) -> anyhow::Result<()> {
     match &cli.output {
         Some(path) => {
             // Written beside the target and renamed, so FILE is always whole.

@@ -1156,6 +1156,7 @@ pub fn to_html(report: &Report) -> String {
             .filter(|r| r.task == task && r.repo != ALL_REPOS)
             .map(|r| r.repo.as_str())
             .collect();
+        repos.sort_unstable();
         repos.dedup();
         for repo in repos {
             let rows: Vec<&Row> = report

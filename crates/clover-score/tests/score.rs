@@ -448,21 +448,20 @@ fn chromium() -> Option<&'static str> {
 fn html_report_renders_in_headless_chromium() {
     let Some(chromium) = chromium() else { return };
     let dir = tempfile::tempdir().unwrap();
-    let (oracle, baseline) = write_results(dir.path());
     let html = dir.path().join("report.html");
-    let (_, stderr, code) = score(&[
-        "--format",
-        "html",
-        "-o",
-        html.to_str().unwrap(),
-        &oracle,
-        &baseline,
-    ]);
+    let (_, stderr, code) = score(&html_report_args(dir.path()).as_refs());
     assert_eq!(code, 0, "{stderr}");
     let page = std::fs::read_to_string(&html).unwrap();
-    for external in ["src=", "href=", "<link", "<script", "url(", "@import"] {
+    for external in ["src=", "<link", "<script", "url(", "@import"] {
         assert!(!page.contains(external), "self-contained: no `{external}`");
     }
+    // The only links: the samples files beside the page.
+    assert!(
+        page.split("href=\"")
+            .skip(1)
+            .all(|rest| rest.starts_with("report.samples/")),
+        "relative links only"
+    );
 
     let profile = tempfile::tempdir().unwrap();
     let shot = dir.path().join("report.png");
@@ -493,10 +492,16 @@ fn html_report_renders_in_headless_chromium() {
     let (dom, log) = run(&["--dump-dom"]);
     // A plot per task and metric (Task I: EM, ER, RER; II: execution, success, called; III:
     // execution, success; C++: compile, pass, success), each with a line per model.
-    assert_eq!(dom.matches("<svg").count(), 11, "{dom}");
-    assert_eq!(dom.matches("class=\"series\"").count(), 22);
+    // Then one per task and repository: 11 + 4 × 2 charts, two models each.
+    assert_eq!(dom.matches("<svg").count(), 19, "{dom}");
+    assert_eq!(dom.matches("class=\"series\"").count(), 38);
     assert!(dom.contains("data-model=\"copy-operand\""));
     assert!(dom.contains("<table>"));
+    for section in ["id=\"metadata\"", "id=\"legend\"", "id=\"leaderboard\""] {
+        assert!(dom.contains(section), "{section} in the DOM");
+    }
+    assert!(dom.contains("meta-llama/Llama-3.1-8B-Instruct") && dom.contains("2026-12-01"));
+    assert_eq!(dom.matches("class=\"samples\"").count(), 2 * 4 * 3 * 3);
     let console: Vec<&str> = log.lines().filter(|l| l.contains(":CONSOLE")).collect();
     assert!(console.is_empty(), "console messages: {console:?}");
     let (_, log) = run(&[
@@ -864,4 +869,496 @@ fn rer_constants_is_a_flag_with_ast_as_default() {
     assert_eq!(rer(&[]), 1.0);
     assert_eq!(rer(&["--rer-constants", "ast"]), 1.0);
     assert_eq!(rer(&["--rer-constants", "clover"]), 0.0);
+}
+
+/// An element of a parsed page: its name, attributes, parent and all the text inside it.
+#[derive(Debug)]
+struct Element {
+    name: String,
+    attrs: std::collections::BTreeMap<String, String>,
+    parent: Option<usize>,
+    text: String,
+}
+
+/// The page parsed as XML (the report is well-formed XHTML): every element, in document
+/// order. A page that is not well-formed fails the test here.
+fn parse_page(page: &str) -> Vec<Element> {
+    use quick_xml::events::Event;
+    let mut reader = quick_xml::Reader::from_str(page);
+    let mut out: Vec<Element> = Vec::new();
+    let mut open: Vec<usize> = Vec::new();
+    loop {
+        let event = reader.read_event().expect("well-formed page");
+        let (start, empty) = match &event {
+            Event::Start(e) => (Some(e.clone()), false),
+            Event::Empty(e) => (Some(e.clone()), true),
+            _ => (None, false),
+        };
+        if let Some(e) = start {
+            let attrs = e
+                .attributes()
+                .map(|a| {
+                    let a = a.expect("attribute");
+                    (
+                        String::from_utf8(a.key.as_ref().to_vec()).unwrap(),
+                        a.unescape_value().unwrap().into_owned(),
+                    )
+                })
+                .collect();
+            out.push(Element {
+                name: String::from_utf8(e.name().as_ref().to_vec()).unwrap(),
+                attrs,
+                parent: open.last().copied(),
+                text: String::new(),
+            });
+            if !empty {
+                open.push(out.len() - 1);
+            }
+            continue;
+        }
+        match event {
+            Event::End(_) => {
+                open.pop();
+            }
+            Event::Text(t) => {
+                let t = t.unescape().unwrap();
+                for &i in &open {
+                    out[i].text.push_str(&t);
+                }
+            }
+            Event::Eof => break,
+            _ => {}
+        }
+    }
+    assert!(open.is_empty(), "unclosed elements");
+    out
+}
+
+/// Whether element `i` lies inside element `ancestor`.
+fn inside(page: &[Element], mut i: usize, ancestor: usize) -> bool {
+    while let Some(p) = page[i].parent {
+        if p == ancestor {
+            return true;
+        }
+        i = p;
+    }
+    false
+}
+
+fn by_id(page: &[Element], id: &str) -> usize {
+    page.iter()
+        .position(|e| e.attrs.get("id").is_some_and(|v| v == id))
+        .unwrap_or_else(|| panic!("no element #{id}"))
+}
+
+/// Response records of both fixture models, as generate writes them: the settings the
+/// report's metadata shows.
+fn write_responses(dir: &Path) -> String {
+    let response = |setting: &str, model: &str, name: &str, adapter: &str, t: Option<f64>| {
+        json!({
+            "kind": "response", "schema_version": SCHEMA_VERSION,
+            "id": format!("pyfix/c#{setting}@{model}"),
+            "instance_id": format!("pyfix/c#{setting}"), "model": model,
+            "task": "assertion_cloze", "setting": setting, "repo": "pyfix", "text": "x",
+            "error": null,
+            "generation": {"adapter": adapter, "model_name": name,
+                "base_url": "http://127.0.0.1:8000/v1", "temperature": t,
+                "top_p": 0.95, "max_tokens": 200, "seed": 7, "attempts": 1,
+                "duration_secs": 0.5, "usage": {"prompt_tokens": 10, "completion_tokens": 2}},
+            "exec": {"repo": "pyfix", "language": null, "candidate_path": "t.py", "prefix": "",
+                "suffix": "", "selectors": []},
+            "scoring": {}
+        })
+        .to_string()
+    };
+    let llama = "meta-llama/Llama-3.1-8B-Instruct";
+    let p = dir.join("responses.jsonl");
+    let text = [
+        response("po", "copy-operand", llama, "openai", Some(0.2)),
+        // A second call of the same model with the same settings is one entry.
+        response("4k", "copy-operand", llama, "openai", Some(0.2)),
+        response("po", "oracle", "oracle", "oracle", None),
+    ]
+    .join("\n");
+    std::fs::write(&p, text + "\n").unwrap();
+    p.display().to_string()
+}
+
+/// The fixture's results and responses written to `dir`, and the arguments that make
+/// `dir/report.html` of them.
+struct HtmlArgs {
+    oracle: String,
+    baseline: String,
+    responses: String,
+    args: Vec<String>,
+}
+
+impl HtmlArgs {
+    fn as_refs(&self) -> Vec<&str> {
+        self.args.iter().map(String::as_str).collect()
+    }
+}
+
+fn html_report_args(dir: &Path) -> HtmlArgs {
+    let (oracle, baseline) = write_results(dir);
+    let responses = write_responses(dir);
+    let html = dir.join("report.html").display().to_string();
+    let args = [
+        "--format",
+        "html",
+        "-o",
+        &html,
+        "--responses",
+        &responses,
+        "--date",
+        "2026-12-01",
+        &oracle,
+        &baseline,
+    ]
+    .map(String::from)
+    .to_vec();
+    HtmlArgs {
+        oracle,
+        baseline,
+        responses,
+        args,
+    }
+}
+
+/// The HTML report: metadata (date, version, inputs, models with full ids and sampling), the
+/// legend, a leaderboard, a chart per metric (EM and ER too) and per repository, intervals,
+/// and every row linked to a samples file that holds exactly its results; the same input
+/// gives the same bytes.
+#[test]
+fn html_report_has_metadata_legend_leaderboard_charts_and_sample_links() {
+    let dir = tempfile::tempdir().unwrap();
+    let owned = html_report_args(dir.path());
+    let args = owned.as_refs();
+    let [oracle, baseline, responses] = [&owned.oracle, &owned.baseline, &owned.responses];
+    let html = dir.path().join("report.html");
+    let (_, stderr, code) = score(&args);
+    assert_eq!(code, 0, "{stderr}");
+    let text = std::fs::read_to_string(&html).unwrap();
+    let page = parse_page(&text);
+
+    let meta = &page[by_id(&page, "metadata")].text;
+    for expected in [
+        "2026-12-01",
+        env!("CARGO_PKG_VERSION"),
+        oracle.as_str(),
+        baseline.as_str(),
+        "24 result(s)",
+        responses.as_str(),
+        "meta-llama/Llama-3.1-8B-Instruct",
+        "http://127.0.0.1:8000/v1",
+        "0.2",
+        "0.95",
+        "1000 replicates, seed 0",
+    ] {
+        assert!(
+            meta.contains(expected),
+            "metadata lacks {expected:?}: {meta}"
+        );
+    }
+    let models = page
+        .iter()
+        .filter(|e| e.name == "table" && e.attrs.get("class").is_some_and(|c| c == "models"))
+        .map(|t| &t.text)
+        .next()
+        .expect("a models table");
+    assert_eq!(models.matches("copy-operand").count(), 1, "{models}");
+
+    let legend = by_id(&page, "legend");
+    let terms: Vec<&str> = page
+        .iter()
+        .enumerate()
+        .filter(|(i, e)| e.name == "dt" && inside(&page, *i, legend))
+        .map(|(_, e)| e.text.as_str())
+        .collect();
+    for t in [
+        "em",
+        "er",
+        "rer",
+        "success_rate",
+        "called_rate",
+        "error_rate",
+        "95% CI",
+    ] {
+        assert!(terms.contains(&t), "legend lacks {t}: {terms:?}");
+    }
+
+    // The leaderboard: one table per task, the oracle first on Task III.
+    let boards: Vec<usize> = page
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e.attrs.get("class").is_some_and(|c| c == "leaderboard"))
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(boards.len(), 4);
+    let task3 = boards
+        .iter()
+        .copied()
+        .find(|&i| page[i].attrs["data-task"] == "coverage_test")
+        .unwrap();
+    let first_row = page
+        .iter()
+        .enumerate()
+        .find(|(i, e)| e.name == "tr" && inside(&page, *i, task3) && e.text.starts_with('1'))
+        .unwrap()
+        .1;
+    assert!(
+        first_row.text.starts_with("1oracle100.0"),
+        "{}",
+        first_row.text
+    );
+
+    // A chart per task and metric over all repositories, and one per task and repository.
+    let charts: Vec<(&str, &str, &str)> = page
+        .iter()
+        .filter(|e| e.name == "svg" && e.attrs.contains_key("data-metric"))
+        .map(|e| {
+            (
+                e.attrs["data-task"].as_str(),
+                e.attrs["data-metric"].as_str(),
+                e.attrs["data-repo"].as_str(),
+            )
+        })
+        .collect();
+    for metric in ["em", "er", "rer"] {
+        assert!(
+            charts.contains(&("assertion_cloze", metric, "*")),
+            "{charts:?}"
+        );
+    }
+    for task in [
+        "assertion_cloze",
+        "targeted_test",
+        "coverage_test",
+        "cpp_unit_test",
+    ] {
+        for repo in ["pyfix", "other"] {
+            assert_eq!(
+                charts.iter().filter(|c| c.0 == task && c.2 == repo).count(),
+                1,
+                "{task} {repo}: {charts:?}"
+            );
+        }
+    }
+    assert_eq!(charts.len(), 11 + 8);
+    assert!(text.contains("class=\"ci\""), "intervals are drawn");
+
+    // Every row links to its samples; each file holds exactly the row's results.
+    let links: Vec<(&Element, &str)> = page
+        .iter()
+        .filter(|e| e.name == "a")
+        .map(|e| (e, e.attrs["href"].as_str()))
+        .collect();
+    let rows = 2 * 4 * 3 * 3;
+    assert_eq!(links.len(), rows);
+    for (a, href) in &links {
+        assert!(
+            href.starts_with("report.samples/") && !href.contains(".."),
+            "{href}"
+        );
+        let row = &page[a.parent.and_then(|td| page[td].parent).unwrap()];
+        let file = dir.path().join(href);
+        let mut reader = RecordReader::open(Some(&file), DEFAULT_MAX_LINE_BYTES).unwrap();
+        let mut n = 0;
+        while let Some(r) = reader.next_record::<RunResult>() {
+            let r = r.unwrap().1;
+            assert!(row.text.starts_with(&r.model), "{} in {}", r.id, row.text);
+            assert!(
+                row.text.contains(&format!("{}{}", r.setting, r.repo))
+                    || row.text.contains(&format!("{}*", r.setting)),
+                "{} in {}",
+                r.id,
+                row.text
+            );
+            n += 1;
+        }
+        assert_eq!(a.text, format!("{n} result(s)"));
+    }
+
+    // The same input gives the same bytes, samples included.
+    let samples = |d: &Path| -> Vec<(String, Vec<u8>)> {
+        let mut v: Vec<_> = std::fs::read_dir(d.join("report.samples"))
+            .unwrap()
+            .map(|e| {
+                let e = e.unwrap();
+                (
+                    e.file_name().into_string().unwrap(),
+                    std::fs::read(e.path()).unwrap(),
+                )
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    let before = samples(dir.path());
+    assert_eq!(before.len(), rows);
+    let (_, stderr, code) = score(&args);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(std::fs::read_to_string(&html).unwrap(), text);
+    assert_eq!(samples(dir.path()), before);
+}
+
+/// Without --date the run date comes from SOURCE_DATE_EPOCH, and without either the report
+/// says it was not recorded: no output reads the clock.
+#[test]
+fn the_run_date_is_given_never_read_from_the_clock() {
+    let dir = tempfile::tempdir().unwrap();
+    let (oracle, _) = write_results(dir.path());
+    let run = |epoch: Option<&str>| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_clover-score"));
+        cmd.args(["--format", "json", "--bootstrap", "0", &oracle])
+            .env_remove("SOURCE_DATE_EPOCH");
+        if let Some(e) = epoch {
+            cmd.env("SOURCE_DATE_EPOCH", e);
+        }
+        let out = cmd.output().unwrap();
+        serde_json::from_slice::<Value>(&out.stdout).unwrap()
+    };
+    let v = run(Some("1700000000"));
+    assert_eq!(v["metadata"]["date"], "2023-11-14 22:13:20 UTC");
+    assert_eq!(v["metadata"]["bootstrap"]["replicates"], 0);
+    assert!(v["rows"][0]["ci"].as_object().unwrap().is_empty());
+    assert_eq!(run(None)["metadata"]["date"], Value::Null);
+}
+
+/// Intervals in the table and the JSON: seeded, so a rerun gives the same bytes, and another
+/// seed may move them but never the point estimates.
+#[test]
+fn intervals_in_the_table_and_the_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let (oracle, baseline) = write_results(dir.path());
+    let (out, stderr, code) = score(&["--format", "json", &oracle, &baseline]);
+    assert_eq!(code, 0, "{stderr}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    let rows = v["rows"].as_array().unwrap();
+    let r = row(rows, "oracle", "coverage_test", "po", "*");
+    // One of the two results succeeds: the resamples go from none to both.
+    assert_eq!(r["ci"]["success_rate"], json!([0.0, 1.0]));
+    assert_eq!(r["ci"]["execution_rate"], json!([1.0, 1.0]));
+    let (table, _, _) = score(&[&oracle, &baseline]);
+    assert!(table.contains("| success_rate 95% CI |"), "{table}");
+    assert!(
+        table.contains("| oracle | po | * | 2 | 100.0 | 50.0 | 0.0 | 0.0 | 0.0 | 0.0–100.0 |"),
+        "{table}"
+    );
+    assert!(
+        table.contains("percentile bootstrap over the row's instances (1000 replicates, seed 0)")
+    );
+    let (again, _, _) = score(&["--format", "json", &oracle, &baseline]);
+    assert_eq!(out, again);
+}
+
+/// `--tables paper` through the binary: every table in Markdown and JSON, the statistics from
+/// the instances file, and the HTML with CPP-UT-Bench's figures.
+#[test]
+fn paper_tables_from_results_and_instances() {
+    let dir = tempfile::tempdir().unwrap();
+    let (oracle, baseline) = write_results(dir.path());
+    let (md, stderr, code) = score(&["--tables", "paper", &oracle, &baseline]);
+    assert_eq!(code, 0, "{stderr}");
+    for title in [
+        "## CLOVER Table 2",
+        "## CLOVER Table 3",
+        "## CLOVER Table 8",
+        "## CLOVER §4.1",
+        "## CPP-UT-Bench Table 1",
+    ] {
+        assert!(md.contains(title), "{title}: {md}");
+    }
+    // Task I: the baseline's EM goes from 0 at PO to 50% at 16k.
+    assert!(
+        md.contains("| copy-operand | em | 0.0 | 0.0 | 50.0 | 50.0 | +50.0 |"),
+        "{md}"
+    );
+    assert!(md.contains("pass it with --instances"), "{md}");
+
+    let instances = dir.path().join("instances.jsonl");
+    let instance = |problem: &str, task: &str, setting: &str, tokens: u32| {
+        json!({
+            "kind": "instance", "schema_version": SCHEMA_VERSION,
+            "id": format!("{problem}#{setting}"), "problem_id": problem, "repo": "pyfix",
+            "task": task, "setting": setting, "answer_format": "file", "prompt": "p",
+            "messages": [], "prompt_tokens": tokens, "context_files": [],
+            "reference": "TEST(A, B) {}\n",
+            "exec": {"repo": "pyfix", "language": null, "candidate_path": "t.cc", "prefix": "",
+                "suffix": "", "selectors": []},
+            "scoring": {"chunk_count": 1}
+        })
+        .to_string()
+    };
+    std::fs::write(
+        &instances,
+        [
+            instance("pyfix/c", "assertion_cloze", "po", 100),
+            instance("pyfix/c", "assertion_cloze", "4k", 3000),
+            instance("pyfix/x.cc", "cpp_unit_test", "po", 500),
+        ]
+        .join("\n")
+            + "\n",
+    )
+    .unwrap();
+    let inst = instances.to_str().unwrap();
+    let (json, stderr, code) = score(&[
+        "--tables",
+        "paper",
+        "--format",
+        "json",
+        "--instances",
+        inst,
+        &oracle,
+        &baseline,
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let v: Value = serde_json::from_str(&json).unwrap();
+    let t2 = &v["tables"][0];
+    assert_eq!(t2["id"], "clover-2");
+    assert_eq!(
+        t2["rows"][0],
+        json!(["assertion_cloze", "po", 1, 1, 1, 100.0])
+    );
+    let cpp = v["tables"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["id"] == "cpp-1")
+        .unwrap();
+    assert_eq!(
+        cpp["rows"][0],
+        json!(["pyfix", 1, 0, 1, null, 1.0, 1.0, 1, 500.0])
+    );
+
+    let html = dir.path().join("paper.html");
+    let (_, stderr, code) = score(&[
+        "--tables",
+        "paper",
+        "--format",
+        "html",
+        "--instances",
+        inst,
+        "-o",
+        html.to_str().unwrap(),
+        &oracle,
+        &baseline,
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let page = std::fs::read_to_string(&html).unwrap();
+    let parsed = parse_page(&page);
+    for id in [
+        "metadata",
+        "clover-2",
+        "clover-3",
+        "clover-gap",
+        "cpp-1",
+        "cpp-pairs",
+        "cpp-test-lines",
+    ] {
+        by_id(&parsed, id);
+    }
+    let (_, stderr, code) = score(&["--tables", "paper", "--format", "jsonl", &oracle]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("--tables paper"), "{stderr}");
 }
