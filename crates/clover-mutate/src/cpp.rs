@@ -43,7 +43,14 @@ fn visit(node: Node<'_>, field: Option<&str>, sites: &mut Sites<'_>) -> Descend 
         | "attribute_declaration"
         | "attribute_specifier"
         | "decltype"
-        | "noexcept" => return Descend::No,
+        | "noexcept"
+        | "alignas_qualifier"
+        | "offsetof_expression"
+        | "requires_clause"
+        | "requires_expression"
+        | "concept_definition"
+        | "gnu_asm_expression"
+        | "ms_declspec_modifier" => return Descend::No,
         "binary_expression" => {
             if let Some(op) = node.child_by_field_name("operator") {
                 let op_text = sites.text_of(op);
