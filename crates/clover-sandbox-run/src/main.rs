@@ -9,63 +9,16 @@ use std::time::Duration;
 
 use anyhow::{bail, Context};
 use clap::Parser;
-use clover_manifest::{RepoArgs, RepoConfig};
-use clover_protocol::{finish_main, Outcome, RunResult, StageArgs, StageIo, Usage};
+use clover_manifest::RepoConfig;
+use clover_protocol::{diag, finish_main, Outcome, RunResult, StageIo, Usage};
 use clover_sandbox::gtest::LibraryCache;
 use clover_sandbox::pytest::PytestRun;
 use clover_sandbox::{check_python, InterpreterError, Limits, Sandbox, WriteFile};
+use clover_sandbox_run::cli::Cli;
 use clover_sandbox_run::{run_responses, unrun_result, ResponseRunner, TAIL_BYTES};
 use clover_screen::Screen;
 
 const TOOL: &str = "clover-sandbox-run";
-
-/// Runs candidate tests inside the sandbox. Reads responses (JSON Lines) and writes one result
-/// per response, in input order; or, with --test-file, runs one pytest file and prints its
-/// result.
-#[derive(Debug, Parser)]
-#[command(name = TOOL, version)]
-struct Cli {
-    #[command(flatten)]
-    stage: StageArgs,
-    /// The repositories responses name (never written). Direct mode takes one `--repo`.
-    #[command(flatten)]
-    repos: RepoArgs,
-    /// Runs at once (default: the number of cores).
-    #[arg(long, value_name = "N")]
-    jobs: Option<usize>,
-    /// The Python interpreter (with pytest and pytest-cov) for repositories whose manifest
-    /// names none; default $CLOVER_PYTHON, then python3 on PATH.
-    #[arg(long, value_name = "PYTHON")]
-    python: Option<PathBuf>,
-    /// Wall-clock limit in seconds (overrides the manifest; direct mode default 60).
-    #[arg(long, value_name = "SECS")]
-    timeout: Option<u64>,
-    /// Memory limit in MiB (overrides the manifest; direct mode default 2048).
-    #[arg(long, value_name = "MIB")]
-    memory: Option<u64>,
-    /// CPU share of one run, in cores (overrides the manifest; default 1; 0: no cap).
-    #[arg(long, value_name = "CORES", value_parser = parse_cpus)]
-    cpus: Option<f64>,
-    /// Where built C++ libraries under test are cached.
-    #[arg(long, value_name = "DIR")]
-    cache_dir: Option<PathBuf>,
-    /// Direct mode: the test file to run. Inside the repository it runs where it is;
-    /// elsewhere pass --at.
-    #[arg(long, value_name = "PATH")]
-    test_file: Option<PathBuf>,
-    /// Direct mode: where to put the test file, relative to the repository.
-    #[arg(long, value_name = "PATH", requires = "test_file")]
-    at: Option<PathBuf>,
-    /// Direct mode: source folders to measure coverage of (relative to the repository);
-    /// repeatable.
-    #[arg(long = "cov", value_name = "DIR", requires = "test_file")]
-    cov: Vec<String>,
-    /// The screen for reward hacking: a Python candidate with a construct no honest unit
-    /// test needs (pytest hooks, `os._exit`, tracing, frames, …) is not run and gets outcome
-    /// `rejected`. `off` is for research on the screen itself.
-    #[arg(long, value_name = "on|off", default_value = "on", value_parser = ["on", "off"])]
-    screen: String,
-}
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -103,7 +56,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
     let mut io = StageIo::open(TOOL, &cli.stage).context("opening input and output")?;
     let summary = run_responses(&mut io, &runner, jobs, cli.stage.on_error)?;
     if summary.incomplete > 0 {
-        eprintln!(
+        diag!(
             "{TOOL}: warning: {} C++ source(s) missed the response to a chunk; their results \
              have outcome `error` and say which chunks",
             summary.incomplete
@@ -114,7 +67,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         .iter()
         .map(|(k, v)| format!("{v} {k}"))
         .collect();
-    eprintln!(
+    diag!(
         "{TOOL}: {} result(s) ({}), {} response(s) reported, {} already done",
         summary.written,
         if outcomes.is_empty() {
@@ -126,16 +79,6 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         summary.skipped
     );
     Ok(io.finish()?)
-}
-
-/// `--cpus`: a number of cores, 0 or more.
-fn parse_cpus(s: &str) -> Result<f64, String> {
-    match s.parse::<f64>() {
-        Ok(c) if c.is_finite() && c >= 0.0 => Ok(c),
-        _ => Err(format!(
-            "`{s}` is not a number of cores (0 or more; 0: no cap)"
-        )),
-    }
 }
 
 /// The interpreter for repositories whose manifest names none (and that have no `.venv` or

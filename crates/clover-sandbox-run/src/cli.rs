@@ -1,0 +1,67 @@
+//! The command line of `clover-sandbox-run`, here rather than in `main.rs` so the `clover`
+//! front command can build its completions and man pages from it; `main.rs` parses it and
+//! does the run.
+
+use std::path::PathBuf;
+
+use clap::Parser;
+use clover_manifest::RepoArgs;
+use clover_protocol::StageArgs;
+
+/// Runs candidate tests inside the sandbox. Reads responses (JSON Lines) and writes one result
+/// per response, in input order; or, with --test-file, runs one pytest file and prints its
+/// result.
+#[derive(Debug, Parser)]
+#[command(name = "clover-sandbox-run", version)]
+pub struct Cli {
+    #[command(flatten)]
+    pub stage: StageArgs,
+    /// The repositories responses name (never written). Direct mode takes one `--repo`.
+    #[command(flatten)]
+    pub repos: RepoArgs,
+    /// Runs at once (default: the number of cores).
+    #[arg(long, value_name = "N")]
+    pub jobs: Option<usize>,
+    /// The Python interpreter (with pytest and pytest-cov) for repositories whose manifest
+    /// names none; default $CLOVER_PYTHON, then python3 on PATH.
+    #[arg(long, value_name = "PYTHON")]
+    pub python: Option<PathBuf>,
+    /// Wall-clock limit in seconds (overrides the manifest; direct mode default 60).
+    #[arg(long, value_name = "SECS")]
+    pub timeout: Option<u64>,
+    /// Memory limit in MiB (overrides the manifest; direct mode default 2048).
+    #[arg(long, value_name = "MIB")]
+    pub memory: Option<u64>,
+    /// CPU share of one run, in cores (overrides the manifest; default 1; 0: no cap).
+    #[arg(long, value_name = "CORES", value_parser = parse_cpus)]
+    pub cpus: Option<f64>,
+    /// Where built C++ libraries under test are cached.
+    #[arg(long, value_name = "DIR")]
+    pub cache_dir: Option<PathBuf>,
+    /// Direct mode: the test file to run. Inside the repository it runs where it is;
+    /// elsewhere pass --at.
+    #[arg(long, value_name = "PATH")]
+    pub test_file: Option<PathBuf>,
+    /// Direct mode: where to put the test file, relative to the repository.
+    #[arg(long, value_name = "PATH", requires = "test_file")]
+    pub at: Option<PathBuf>,
+    /// Direct mode: source folders to measure coverage of (relative to the repository);
+    /// repeatable.
+    #[arg(long = "cov", value_name = "DIR", requires = "test_file")]
+    pub cov: Vec<String>,
+    /// The screen for reward hacking: a Python candidate with a construct no honest unit
+    /// test needs (pytest hooks, `os._exit`, tracing, frames, …) is not run and gets outcome
+    /// `rejected`. `off` is for research on the screen itself.
+    #[arg(long, value_name = "on|off", default_value = "on", value_parser = ["on", "off"])]
+    pub screen: String,
+}
+
+/// `--cpus`: a number of cores, 0 or more.
+fn parse_cpus(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(c) if c.is_finite() && c >= 0.0 => Ok(c),
+        _ => Err(format!(
+            "`{s}` is not a number of cores (0 or more; 0: no cap)"
+        )),
+    }
+}
