@@ -28,16 +28,14 @@ use std::time::{Duration, Instant};
 
 use clover_manifest::RepoConfig;
 use clover_protocol::{
-    ExecSpec, Language, OnError, Outcome, RecordKind, Response, RunResult, StageIo, Stopped, Task,
-    Usage,
+    ExecSpec, Language, OnError, Outcome, RecordKind, Response, RunResult, StageIo, Stopped, Usage,
     SCHEMA_VERSION,
 };
 
 use clover_sandbox::gtest::{CppProject, GtestRun, LibraryCache, LibraryError};
 use clover_sandbox::pytest::PytestRun;
 use clover_sandbox::{
-    check_relative, CheckedInterpreters, Limits, OnceMap, RunOutput, Sandbox, SandboxError,
-    WarmPool, WriteFile,
+    check_relative, CheckedInterpreters, Limits, RunOutput, Sandbox, SandboxError, WriteFile,
 };
 use clover_screen::{Finding, Screen};
 
@@ -61,35 +59,6 @@ pub struct ResponseRunner<'a> {
     /// Each interpreter's check, made before its first run: the versions, or why it cannot
     /// serve (then the stage stops).
     interpreters: CheckedInterpreters,
-    /// Warm pytest workers ([`clover_sandbox::WarmPool`]); `None` runs every Python
-    /// candidate cold (`--cold`).
-    warm: Option<WarmPool>,
-    /// Every run made, by all that decides its result: an identical candidate (same
-    /// repository, file, text, selectors and measurement) runs once, and the responses that
-    /// have it share its result.
-    runs: OnceMap<RunKey, Ran>,
-}
-
-/// What decides a run's result.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-struct RunKey {
-    repo: String,
-    language: Language,
-    path: PathBuf,
-    text: String,
-    selectors: Vec<String>,
-    measured: bool,
-}
-
-/// A run's result, and the response it was made for.
-#[derive(Debug, Clone)]
-struct Ran {
-    first: String,
-    run: RunOutput,
-    outcome: Outcome,
-    tests: Vec<clover_protocol::TestCase>,
-    coverage: Vec<clover_protocol::FileCoverage>,
-    message: Option<String>,
 }
 
 #[derive(Debug)]
@@ -156,16 +125,7 @@ impl<'a> ResponseRunner<'a> {
             cache: LibraryCache::new(cache_dir)?,
             screen: Some(Screen::default()),
             interpreters: CheckedInterpreters::default(),
-            warm: Some(WarmPool::new()),
-            runs: OnceMap::default(),
         })
-    }
-
-    /// Runs every Python candidate cold, in a fresh interpreter (`true`), instead of in a
-    /// fork of a warm worker (`false`, the default). Verdicts are the same either way.
-    pub fn with_cold(mut self, cold: bool) -> Self {
-        self.warm = (!cold).then(WarmPool::new);
-        self
     }
 
     /// Turns the screen for reward hacking off (`false`) or on (`true`, the default).
@@ -366,33 +326,46 @@ impl<'a> ResponseRunner<'a> {
             cpus: cfg.cpus,
             ..Limits::default()
         };
-        // Task I is scored on its verdict alone: nothing is measured.
-        let measured = response.task != Task::AssertionCloze;
-        let key = RunKey {
-            repo: cfg.name.clone(),
-            language,
-            path: path.clone(),
-            text: file_text(&file),
-            selectors: response.exec.selectors.clone(),
-            measured,
-        };
-        let ran = self
-            .runs
-            .get_or_make(&key, || self.run_candidate(response, repo, language, file, limits, measured))?
-            .expect("a run that was made");
-        let Ran {
-            first,
-            run,
-            outcome,
-            tests,
-            coverage,
-            message,
-        } = ran;
-        let message = if first == response.id {
-            message
-        } else {
-            let note = format!("the same candidate as response {first}'s: its run is reused");
-            Some(message.map_or(note.clone(), |m| format!("{m} ({note})")))
+        let (run, outcome, tests, coverage, message) = match language {
+            Language::Python => {
+                let python = cfg
+                    .python
+                    .clone()
+                    .or_else(|| self.default_python.clone())
+                    .ok_or_else(|| ResponseError::NoPython(cfg.name.clone()))?;
+                self.check_interpreter(&python, &cfg.root)?;
+                let targets = if response.exec.selectors.is_empty() {
+                    vec![response.exec.candidate_path.clone()]
+                } else {
+                    response.exec.selectors.clone()
+                };
+                let r = PytestRun {
+                    repo: cfg.root.clone(),
+                    python,
+                    targets,
+                    files: vec![file],
+                    cov_sources: cfg
+                        .source_dirs
+                        .iter()
+                        .map(|d| d.to_string_lossy().into_owned())
+                        .collect(),
+                    cov_contexts: false,
+                    env: cfg.env.iter().map(|(k, v)| (k.into(), v.into())).collect(),
+                    limits,
+                }
+                .run(self.sandbox)?;
+                (r.run, r.outcome, r.tests, r.coverage, r.message)
+            }
+            Language::Cpp => {
+                let r = GtestRun {
+                    project: &repo.cpp,
+                    test_file: file,
+                    filter: response.exec.selectors.clone(),
+                    limits,
+                }
+                .run(self.sandbox, &self.cache)?;
+                (r.run, r.outcome, r.tests, r.coverage, r.message)
+            }
         };
         fill(&mut result, &run);
         result.outcome = outcome;
@@ -415,74 +388,6 @@ impl<'a> ResponseRunner<'a> {
         };
         result.duration_secs = started.elapsed().as_secs_f64();
         Ok(result)
-    }
-
-    /// Runs one candidate file, warm or cold (Python) or compiled (C++).
-    fn run_candidate(
-        &self,
-        response: &Response,
-        repo: &Repo,
-        language: Language,
-        file: WriteFile,
-        limits: Limits,
-        measured: bool,
-    ) -> Result<Ran, ResponseError> {
-        let cfg = &repo.config;
-        let (run, outcome, tests, coverage, message) = match language {
-            Language::Python => {
-                let python = cfg
-                    .python
-                    .clone()
-                    .or_else(|| self.default_python.clone())
-                    .ok_or_else(|| ResponseError::NoPython(cfg.name.clone()))?;
-                self.check_interpreter(&python, &cfg.root)?;
-                let targets = if response.exec.selectors.is_empty() {
-                    vec![response.exec.candidate_path.clone()]
-                } else {
-                    response.exec.selectors.clone()
-                };
-                let r = PytestRun {
-                    repo: cfg.root.clone(),
-                    python,
-                    targets,
-                    files: vec![file],
-                    cov_sources: if measured {
-                        cfg.source_dirs
-                            .iter()
-                            .map(|d| d.to_string_lossy().into_owned())
-                            .collect()
-                    } else {
-                        Vec::new()
-                    },
-                    cov_contexts: false,
-                    env: cfg.env.iter().map(|(k, v)| (k.into(), v.into())).collect(),
-                    limits,
-                };
-                let r = match &self.warm {
-                    Some(pool) => r.run_warm(self.sandbox, pool)?,
-                    None => r.run(self.sandbox)?,
-                };
-                (r.run, r.outcome, r.tests, r.coverage, r.message)
-            }
-            Language::Cpp => {
-                let r = GtestRun {
-                    project: &repo.cpp,
-                    test_file: file,
-                    filter: response.exec.selectors.clone(),
-                    limits,
-                }
-                .run(self.sandbox, &self.cache)?;
-                (r.run, r.outcome, r.tests, r.coverage, r.message)
-            }
-        };
-        Ok(Ran {
-            first: response.id.clone(),
-            run,
-            outcome,
-            tests,
-            coverage,
-            message,
-        })
     }
 }
 
@@ -540,11 +445,6 @@ pub fn unrun_result(id: String, outcome: Outcome) -> RunResult {
         scoring: Default::default(),
         duration_secs: 0.0,
     }
-}
-
-/// A candidate file's text, for [`RunKey`].
-fn file_text(file: &WriteFile) -> String {
-    String::from_utf8_lossy(&file.contents).into_owned()
 }
 
 fn fill(result: &mut RunResult, run: &RunOutput) {
