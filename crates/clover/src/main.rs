@@ -4,17 +4,24 @@
 //! together), then on `PATH` (a user's own `clover-*` tools join the suite). The child gets
 //! `CLOVER` set to this executable's path and replaces this process, so its exit code, signals
 //! and terminal pass straight through. `clover --list` shows the installed tools with the first
-//! line of their `--help`; `clover help NAME` shows a tool's help.
+//! line of their `--help`; `clover help NAME` shows a tool's help. `clover completions SHELL`
+//! and `clover man [DIR]` print the suite's shell completions and man pages, built from the
+//! stages' own command lines ([`commands`]).
 //!
 //! It deliberately does nothing else: no flags of its own reach the tools, and no tool's work
 //! happens here.
 
+mod commands;
+
 use std::collections::BTreeMap;
 use std::ffi::OsString;
+use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
+
+use clover_protocol::diag;
 
 const USAGE: &str = "\
 clover: unit-test-generation benchmarks from real repositories
@@ -22,6 +29,8 @@ clover: unit-test-generation benchmarks from real repositories
 usage: clover NAME [ARGS...]     run the tool clover-NAME
        clover help NAME          show a tool's help
        clover --list             list the installed tools
+       clover completions SHELL  print completions (bash, zsh, fish, elvish, powershell)
+       clover man [DIR]          write the man pages into DIR (clover.1 to stdout without DIR)
        clover --version
 
 The pipeline: extract | calibrate | pack-context | generate | sandbox-run | score
@@ -30,7 +39,7 @@ The pipeline: extract | calibrate | pack-context | generate | sandbox-run | scor
 fn main() -> ExitCode {
     let mut args = std::env::args_os().skip(1);
     let Some(first) = args.next() else {
-        eprint!("{USAGE}");
+        diag!("{}", USAGE.trim_end());
         return ExitCode::from(2);
     };
     let rest: Vec<OsString> = args.collect();
@@ -54,11 +63,74 @@ fn main() -> ExitCode {
             }
             Some(name) => run(name, &[OsString::from("--help")]),
         },
+        Some("completions") => completions(&rest),
+        Some("man") => man(&rest),
         Some(s) if s.starts_with('-') => {
-            eprintln!("clover: unknown flag `{s}`; see `clover --help`");
+            diag!("clover: unknown flag `{s}`; see `clover --help`");
             ExitCode::from(2)
         }
         _ => run(&first, &rest),
+    }
+}
+
+/// `clover completions SHELL`: the completions on stdout.
+fn completions(args: &[OsString]) -> ExitCode {
+    let shell = match args {
+        [one] => one
+            .to_str()
+            .and_then(|s| s.parse::<clap_complete::Shell>().ok()),
+        _ => None,
+    };
+    let Some(shell) = shell else {
+        diag!("clover: usage: clover completions SHELL (bash, zsh, fish, elvish or powershell)");
+        return ExitCode::from(2);
+    };
+    let mut out = Vec::new();
+    commands::completions(shell, &mut out);
+    write_stdout(&out)
+}
+
+/// `clover man [DIR]`: every page into DIR, or `clover.1` on stdout.
+fn man(args: &[OsString]) -> ExitCode {
+    match args {
+        [] => {
+            let mut out = Vec::new();
+            match commands::man_page(&mut out) {
+                Ok(()) => write_stdout(&out),
+                Err(e) => {
+                    diag!("clover: error: cannot render the man page: {e}");
+                    ExitCode::from(1)
+                }
+            }
+        }
+        [dir] => match commands::man_pages(Path::new(dir)) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                diag!(
+                    "clover: error: cannot write the man pages into {}: {e}",
+                    Path::new(dir).display()
+                );
+                ExitCode::from(1)
+            }
+        },
+        _ => {
+            diag!("clover: usage: clover man [DIR]");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// Writes `bytes` to stdout; a reader that went away (`| head`) is a clean end, as for every
+/// stage.
+fn write_stdout(bytes: &[u8]) -> ExitCode {
+    let mut stdout = std::io::stdout().lock();
+    match stdout.write_all(bytes).and_then(|()| stdout.flush()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(e) => {
+            diag!("clover: error: cannot write to stdout: {e}");
+            ExitCode::from(1)
+        }
     }
 }
 
@@ -67,7 +139,7 @@ fn run(name: &std::ffi::OsStr, args: &[OsString]) -> ExitCode {
     let name = name.to_string_lossy();
     let Some(tool) = find(&name) else {
         let installed: Vec<String> = tools().into_keys().collect();
-        eprintln!(
+        diag!(
             "clover: no such tool `{name}` (looked for clover-{name} beside clover and on PATH)\ninstalled: {}",
             if installed.is_empty() { "none".to_string() } else { installed.join(", ") }
         );
@@ -79,7 +151,7 @@ fn run(name: &std::ffi::OsStr, args: &[OsString]) -> ExitCode {
         cmd.env("CLOVER", me);
     }
     let err = cmd.exec();
-    eprintln!("clover: cannot run {}: {err}", tool.display());
+    diag!("clover: cannot run {}: {err}", tool.display());
     ExitCode::from(1)
 }
 
