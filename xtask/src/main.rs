@@ -5,7 +5,9 @@
 //! - `demo`: setup, a release build, then the pipeline on the embedded fixtures;
 //! - `bench`: measurements as ratios against a baseline in the same run, into
 //!   `docs/BENCHMARKS.md`; `bench --corpus`: the whole pipeline on the corpus;
-//! - `install`: copies the `clover` and `clover-*` binaries into `PREFIX/bin`.
+//! - `install`: copies the `clover` and `clover-*` binaries into `PREFIX/bin`, the tokenizer
+//!   model into `PREFIX/share/clover`, and the shell completions and man pages under
+//!   `PREFIX/share`.
 //!
 //! Everything that a test or the demo needs from outside the workspace is installed here and
 //! nowhere else; the tools themselves never download anything.
@@ -94,9 +96,9 @@ enum Command {
         /// Corpus packages (default: all)
         names: Vec<String>,
     },
-    /// Install the clover binaries
+    /// Install the clover binaries, their shell completions and man pages
     Install {
-        /// Install into PREFIX/bin
+        /// Install under PREFIX (bin, share)
         #[arg(long, default_value = "~/.local")]
         prefix: String,
     },
@@ -282,6 +284,26 @@ fn install(root: &Path, prefix: &str) -> Result<()> {
              install again); until then pack-context needs --tokenizer PATH, cl100k or o200k"
         );
     }
+    // Completions and man pages from the installed front command, so they describe the tools
+    // just installed, where bash-completion, zsh, fish and man look under a prefix.
+    let clover = bin.join("clover");
+    for (shell, path) in [
+        ("bash", "share/bash-completion/completions/clover"),
+        ("zsh", "share/zsh/site-functions/_clover"),
+        ("fish", "share/fish/vendor_completions.d/clover.fish"),
+    ] {
+        let to = prefix.join(path);
+        std::fs::create_dir_all(to.parent().expect("a folder"))?;
+        let script = duct::cmd!(&clover, "completions", shell)
+            .stdout_capture()
+            .run()?
+            .stdout;
+        std::fs::write(&to, script).with_context(|| format!("cannot write {}", to.display()))?;
+        println!("installed {}", to.display());
+    }
+    let man1 = prefix.join("share/man/man1");
+    duct::cmd!(&clover, "man", &man1).run()?;
+    println!("installed {}", man1.join("clover*.1").display());
     Ok(())
 }
 
