@@ -258,7 +258,7 @@ fn every_mutant_parses_and_differs_from_the_original_only_in_its_span() {
         assert!(ms.len() > 30, "{language}: {} mutants", ms.len());
         let mut parsers = Parsers::default();
         for m in &ms {
-            let tree = parsers.parse(language, &m.text, "f").unwrap();
+            let tree = parsers.parse(language, &m.text, "f", None).unwrap();
             assert!(!tree.root_node().has_error(), "{} does not parse", m.id);
             assert_eq!(&text[m.start_byte..m.end_byte], m.original);
             let spliced = format!(
@@ -279,25 +279,40 @@ fn every_mutant_parses_and_differs_from_the_original_only_in_its_span() {
 
 #[test]
 fn a_mutant_that_does_not_parse_is_dropped() {
-    let text = "def f(a):\n    return a < 1\n";
+    let text = "def f(a):\n    return (a <\n        1)\n";
     let source = file(Language::Python, text, Focus::Whole);
     let mut parsers = Parsers::default();
-    let tree = parsers.parse(Language::Python, text, "f").unwrap();
+    let tree = parsers.parse(Language::Python, text, "f", None).unwrap();
     let parsed = Parsed {
         file: &source,
         errors: syntax_errors(tree.root_node()),
+        tree,
+        lines: LineIndex::new(text),
     };
-    let broken = splice(
-        text,
-        &Site {
-            span: text.find('<').unwrap()..text.find('<').unwrap() + 1,
-            operator: Operator::Comparison,
-            replacement: "< <".to_string(),
-        },
+    let at = text.find('<').unwrap();
+    let site = |replacement: &str| Site {
+        span: at..at + 1,
+        operator: Operator::Comparison,
+        replacement: replacement.to_string(),
+    };
+    assert_eq!(mutate(&mut parsers, &parsed, &site("< <")).unwrap(), None);
+    assert_eq!(
+        mutate(&mut parsers, &parsed, &site(">"))
+            .unwrap()
+            .as_deref(),
+        Some("def f(a):\n    return (a >\n        1)\n")
     );
-    assert_eq!(broken, "def f(a):\n    return a < < 1\n");
-    assert!(!parses(&mut parsers, &parsed, &broken).unwrap());
-    assert!(parses(&mut parsers, &parsed, &text.replace('<', ">")).unwrap());
+    // A replacement over several lines is told to the incremental parse as such.
+    assert_eq!(
+        mutate(&mut parsers, &parsed, &site("<\n          -"))
+            .unwrap()
+            .as_deref(),
+        Some("def f(a):\n    return (a <\n          -\n        1)\n")
+    );
+    assert_eq!(
+        mutate(&mut parsers, &parsed, &site("<\n          <")).unwrap(),
+        None
+    );
 }
 
 #[test]
@@ -306,13 +321,18 @@ fn a_file_tree_sitter_stumbles_on_gets_mutants_that_add_no_error() {
     let text =
         "int f(int a) {\n  FOR_EACH(x) { a += 1; }\n  if (a > 2) { return a; }\n  return 0;\n}\n";
     let mut parsers = Parsers::default();
-    let original = syntax_errors(parsers.parse(Language::Cpp, text, "f").unwrap().root_node());
+    let original = syntax_errors(
+        parsers
+            .parse(Language::Cpp, text, "f", None)
+            .unwrap()
+            .root_node(),
+    );
     let ms = every(Language::Cpp, text);
     assert!(!ms.is_empty());
     for m in &ms {
         let errors = syntax_errors(
             parsers
-                .parse(Language::Cpp, &m.text, "f")
+                .parse(Language::Cpp, &m.text, "f", None)
                 .unwrap()
                 .root_node(),
         );
