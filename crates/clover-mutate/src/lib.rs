@@ -25,8 +25,9 @@
 //!
 //! [`keep_killed`] is calibrate's half: it runs the ground truth (a closure) against each
 //! mutant and keeps those it kills, with the tests that killed them; [`problem_mutants`] makes
-//! the sidecar record of the result (`clover_protocol::ProblemMutants`), and [`apply`] turns a
-//! recorded mutant back into its file's text, refusing a file that changed since.
+//! the sidecar record of the result (`clover_protocol::ProblemMutants`), [`judge_problem`] does
+//! the three in one call, and [`apply`] turns a recorded mutant back into its file's text,
+//! refusing a file that changed since.
 //!
 //! This crate deliberately runs nothing itself and reads no files: running a mutant is the
 //! caller's (in the sandbox), and so is reading the focal files. It does not check
@@ -53,7 +54,7 @@ pub use calibrate::{keep_killed, Calibration, Verdict};
 pub use error::MutateError;
 pub use focal::{block_spans, target_bodies};
 pub use operator::Operator;
-pub use record::{apply, file_hash, problem_mutants};
+pub use record::{apply, file_hash, judge_problem, problem_mutants};
 pub use rng::{problem_seed, SplitMix64};
 pub use source::{Focus, SourceFile};
 
