@@ -2,8 +2,8 @@
 
 use std::fmt;
 
-/// A family of mutations. The order is the order in which [`crate::sample`] visits families,
-/// so it is part of what a seed means: add a family at the end.
+/// A family of mutations. The order is the order in which [`crate::mutants`] draws from the
+/// families, so it is part of what a seed means (a test pins a sample, and fails when it moves).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Operator {
     /// `+` ↔ `-`, `*` ↔ `/`, `//` and `%` → `/`, `**` → `*`, the same for augmented
