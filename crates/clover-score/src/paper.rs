@@ -316,7 +316,10 @@ fn result_table(report: &Report, layout: &Layout) -> PaperTable {
             out.push(line);
         }
     }
-    let mut footnotes = vec![BEST_DELTA.to_string(), MISSING_SETTING.to_string()];
+    let mut footnotes = vec![BEST_DELTA.to_string()];
+    if out.iter().flatten().any(|c| *c == Cell::Missing) {
+        footnotes.push(MISSING_SETTING.into());
+    }
     if layout.metrics.contains(&"called_rate") {
         footnotes.push(CALLED.into());
     }
@@ -726,6 +729,8 @@ mod tests {
         scorer.add(&cloze("m1", "po", "total", false));
         scorer.add(&cloze("m1", "8k", "total", true));
         scorer.add(&cloze("m1", "8k", "total", true));
+        // m2 was run at PO only.
+        scorer.add(&cloze("m2", "po", "total", true));
         let target = json!({"target": {"name": "Ledger", "path": "a.py", "start_line": 1, "end_line": 3},
             "answer": "Ledger()"});
         scorer.add(&result(
@@ -781,8 +786,12 @@ mod tests {
                 ["m1", "line", "em", "50.0", "100.0", "100.0", "+50.0"],
                 ["m1", "line", "er", "50.0", "100.0", "100.0", "+50.0"],
                 ["m1", "line", "rer", "50.0", "100.0", "100.0", "+50.0"],
+                ["m2", "line", "em", "100.0", "—", "100.0", "+0.0"],
+                ["m2", "line", "er", "100.0", "—", "100.0", "+0.0"],
+                ["m2", "line", "rer", "100.0", "—", "100.0", "+0.0"],
             ]
         );
+        assert!(t.footnotes.iter().any(|f| f.starts_with("—: the model")));
     }
 
     /// Task II part and full are separate tables; a setting a model lacks is "—", and Best
@@ -810,6 +819,8 @@ mod tests {
             texts(t7)[0],
             ["m1", "execution_rate", "100.0", "100.0", "+0.0"]
         );
+        // Every setting is there: no footnote for "—".
+        assert!(!t7.footnotes.iter().any(|f| f.starts_with("—: the model")));
         let t6 = table(&tables, "clover-6");
         assert_eq!(texts(t6), [["m1", "success_rate", "0.0", "0.0", "+0.0"]]);
         // No Task III part results: the table is there, empty, and says why.
