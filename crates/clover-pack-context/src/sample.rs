@@ -58,12 +58,17 @@ pub fn choose(ids: impl IntoIterator<Item = String>, seed: u64, n: usize) -> Has
     heap.into_iter().map(|(_, id)| id).collect()
 }
 
-/// What the first pass reads of a record: unknown fields are skipped unparsed.
+/// What the first pass reads of a record: unknown fields are skipped unparsed. A kept
+/// problem's exclusion is written with an empty reason, not `null`, so it is read as the
+/// protocol reads it.
 #[derive(Deserialize)]
 struct Head {
     id: String,
-    #[serde(default)]
-    exclusion: Option<serde::de::IgnoredAny>,
+    #[serde(
+        default,
+        deserialize_with = "clover_protocol::exclusion_wire::deserialize"
+    )]
+    exclusion: Option<clover_protocol::Exclusion>,
 }
 
 /// The sample of the problems calibrate kept in the input file `input`. Lines that are not

@@ -32,6 +32,7 @@ mod progress;
 mod records;
 mod shard;
 mod stage;
+mod wire;
 
 pub use chunks::{file_instance_id, ChunkOf, JOIN_APPEND};
 pub use diag::write_diag;
@@ -41,6 +42,7 @@ pub use jsonl::{
 };
 pub use lines::LineRanges;
 pub use progress::{count_records, Progress};
+pub use records::exclusion_wire;
 pub use records::{
     AssertionForm, AssertionSite, CalibratedProblem, Chunk, ContextTier, CppPairing, CppProblem,
     Exclusion, ExclusionReason, ExecSpec, FileCoverage, FileTier, GTestCase, Generation, Instance,

@@ -8,9 +8,13 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use crate::lines::LineRanges;
+use crate::wire;
 
 /// The schema version this build writes and the newest it reads.
-pub const SCHEMA_VERSION: u32 = 1;
+///
+/// Version 2 writes no JSON `null` and `scoring` as the text of its object (see `wire`), so
+/// files load together where column types are inferred; version 1 records still read.
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// What a record is. Serialized as the `kind` field.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -153,7 +157,8 @@ pub struct Problem {
 pub struct PythonProblem {
     /// The original test file, relative to the repository root.
     pub test_file: String,
-    /// The enclosing `Test*` or `TestCase` class, if the test is a method.
+    /// The enclosing `Test*` or `TestCase` class, if the test is a method (else `""`).
+    #[serde(default, with = "wire::empty")]
     pub class: Option<String>,
     pub name: String,
     /// Where the test function (with its decorators) stands in the original file.
@@ -191,7 +196,9 @@ pub struct AssertionSite {
     pub problem_span: Span,
     pub text: String,
     pub form: AssertionForm,
-    /// The comparison operator of a binary assertion (`==`, `in`, `is not`, …).
+    /// The comparison operator of a binary assertion (`==`, `in`, `is not`, …); `""` for a
+    /// unary one.
+    #[serde(default, with = "wire::empty")]
     pub operator: Option<String>,
     /// One operand for a unary assertion, left then right for a binary one.
     pub operands: Vec<Operand>,
@@ -222,7 +229,9 @@ pub struct RepoRef {
     pub name: String,
     /// The module it comes from (`ledger.core`).
     pub module: String,
-    /// The source file that defines the module, relative to the repository root, when known.
+    /// The source file that defines the module, relative to the repository root, when known
+    /// (else `""`).
+    #[serde(default, with = "wire::empty")]
     pub file: Option<String>,
 }
 
@@ -234,6 +243,7 @@ pub struct CppProblem {
     pub file_path: String,
     /// The test file, relative to the repository root.
     pub test_path: String,
+    #[serde(default, with = "wire::empty")]
     pub header_path: Option<String>,
     /// The source with comments stripped.
     pub code: String,
@@ -296,7 +306,8 @@ pub struct CalibratedProblem {
     pub id: String,
     pub repo: String,
     pub problem: Problem,
-    /// `None` when the problem is kept for the task builders.
+    /// `None` when the problem is kept for the task builders (written with an empty reason).
+    #[serde(default, with = "exclusion_wire")]
     pub exclusion: Option<Exclusion>,
     /// Lines each source file had covered by the test.
     pub base: Vec<FileCoverage>,
@@ -464,6 +475,7 @@ pub struct Message {
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct ExecSpec {
     pub repo: String,
+    #[serde(default, with = "wire::empty")]
     pub language: Option<Language>,
     /// Where the candidate file goes, relative to the repository root.
     pub candidate_path: String,
@@ -494,7 +506,9 @@ pub struct Instance {
     /// The ground-truth answer.
     pub reference: String,
     pub exec: ExecSpec,
-    /// Task-specific facts the scorer needs, as plain JSON values keyed by name.
+    /// Task-specific facts the scorer needs, as plain JSON values keyed by name; written as the
+    /// text of a JSON object (its keys differ by task).
+    #[serde(with = "wire::scoring")]
     pub scoring: BTreeMap<String, serde_json::Value>,
 }
 
@@ -530,47 +544,65 @@ pub struct Response {
     pub text: String,
     /// Set when no answer could be had (the text is then empty): the server or the command
     /// failed, which says nothing of the model's skill.
+    #[serde(default, with = "wire::empty")]
     pub error: Option<String>,
     /// What produced the answer, and how it went. Absent in older records, which read as the
     /// default (an empty `adapter`).
     #[serde(default)]
     pub generation: Generation,
     pub exec: ExecSpec,
+    #[serde(with = "wire::scoring")]
     pub scoring: BTreeMap<String, serde_json::Value>,
 }
 
 /// What produced a [`Response`]: the settings a resumed run must share, and what the call
-/// reported. Fields that do not apply to the adapter are `None`.
+/// reported. Fields that do not apply to the adapter are `None`, written as `wire` says
+/// (`""`, `-1`, `[]`; `-9` for a penalty).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Generation {
     /// `oracle`, `copy_operand`, `assert_true`, `openai` or `cmd`.
     pub adapter: String,
     /// The model name sent to the server, in full (`meta-llama/Llama-3.1-8B-Instruct`).
+    #[serde(default, with = "wire::empty")]
     pub model_name: Option<String>,
     /// The API root the request went to.
+    #[serde(default, with = "wire::empty")]
     pub base_url: Option<String>,
+    #[serde(default, with = "wire::minus_one_f64")]
     pub temperature: Option<f64>,
+    #[serde(default, with = "wire::minus_one_f64")]
     pub top_p: Option<f64>,
+    #[serde(default, with = "wire::minus_one")]
     pub max_tokens: Option<u32>,
+    #[serde(default, with = "wire::minus_one")]
     pub seed: Option<u64>,
     /// Sampling a request carries only when set (not every server knows these fields).
+    #[serde(default, with = "wire::penalty")]
     pub frequency_penalty: Option<f64>,
+    #[serde(default, with = "wire::penalty")]
     pub presence_penalty: Option<f64>,
     /// Sequences at which the server stops generating.
+    #[serde(default, with = "wire::empty_list")]
     pub stop: Option<Vec<String>>,
     /// The model's maximum context in tokens (`--max-context`): an instance whose prompt and
     /// answer reserve do not fit is not sent ([`Generation::skipped`]).
+    #[serde(default, with = "wire::minus_one")]
     pub max_context: Option<u32>,
     /// Why no request was made for this instance, on purpose: [`SKIPPED_OVER_MAX_CONTEXT`].
     /// The text is then empty and `error` unset — a model not asked is neither a failed call
     /// nor a wrong answer.
+    #[serde(default, with = "wire::empty")]
     pub skipped: Option<String>,
     /// The server's `finish_reason` (`stop`, `length`, …).
+    #[serde(default, with = "wire::empty")]
     pub finish_reason: Option<String>,
+    /// Written with both counts `-1` when absent.
+    #[serde(default, with = "usage_wire")]
     pub usage: Option<TokenUsage>,
     /// Requests sent for this answer, retries included; 0 when no request is made.
     pub attempts: u32,
     /// The HTTP status of the last attempt, when a server answered.
+    #[serde(default, with = "wire::minus_one")]
     pub http_status: Option<u16>,
     /// Timing: excluded by name when outputs are compared.
     pub duration_secs: f64,
@@ -662,6 +694,7 @@ pub struct TestCase {
     pub name: String,
     pub classname: String,
     pub outcome: TestOutcome,
+    #[serde(default, with = "wire::empty")]
     pub message: Option<String>,
     pub duration_secs: f64,
 }
@@ -675,26 +708,35 @@ pub struct RunResult {
     pub id: String,
     pub instance_id: String,
     pub model: String,
+    #[serde(default, with = "wire::empty")]
     pub task: Option<Task>,
     pub setting: String,
     pub repo: String,
     pub outcome: Outcome,
     pub tests: Vec<TestCase>,
     pub coverage: Vec<FileCoverage>,
+    #[serde(default, with = "wire::empty")]
     pub limit_hit: Option<LimitHit>,
+    /// `-1` when the process did not exit by itself (a signal) or nothing ran.
+    #[serde(default, with = "wire::minus_one")]
     pub exit_code: Option<i32>,
+    /// `-1` when no signal ended the process.
+    #[serde(default, with = "wire::minus_one")]
     pub signal: Option<i32>,
     /// The code that was run (the answer's code with its prefix and suffix), if any.
+    #[serde(default, with = "wire::empty")]
     pub candidate: Option<String>,
     /// The code taken from the model's answer: for Task I the predicted operand, otherwise the
     /// code as placed between the prefix and the suffix; `None` when no code was found. Written by
     /// `clover_answer::assemble_candidate`; the scorer reads it to tell what the model wrote
     /// from what the prefix already held. Absent in older records, which read as `None`.
-    #[serde(default)]
+    #[serde(default, with = "wire::empty")]
     pub answer: Option<String>,
+    #[serde(default, with = "wire::empty")]
     pub message: Option<String>,
     pub stdout_tail: String,
     pub stderr_tail: String,
+    #[serde(with = "wire::scoring")]
     pub scoring: BTreeMap<String, serde_json::Value>,
     /// Timing: excluded by name when outputs are compared.
     pub duration_secs: f64,
@@ -722,4 +764,73 @@ pub struct ScoreRow {
     pub repo: String,
     pub n: u64,
     pub metrics: BTreeMap<String, f64>,
+}
+
+/// [`CalibratedProblem::exclusion`] on the wire: a kept problem's is an empty reason and detail
+/// rather than `null` (see `wire`). Public for a reader that takes a few fields of a calibrated
+/// problem without the rest (`#[serde(deserialize_with = "exclusion_wire::deserialize")]`).
+pub mod exclusion_wire {
+    use super::*;
+    use serde::{Deserializer, Serializer};
+
+    #[derive(Serialize, Deserialize)]
+    struct Wire {
+        #[serde(default, with = "wire::empty")]
+        reason: Option<ExclusionReason>,
+        detail: String,
+    }
+
+    pub fn serialize<S: Serializer>(v: &Option<Exclusion>, s: S) -> Result<S::Ok, S::Error> {
+        match v {
+            Some(e) => Wire {
+                reason: Some(e.reason),
+                detail: e.detail.clone(),
+            },
+            None => Wire {
+                reason: None,
+                detail: String::new(),
+            },
+        }
+        .serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Exclusion>, D::Error> {
+        Ok(Option::<Wire>::deserialize(d)?.and_then(|w| {
+            w.reason.map(|reason| Exclusion {
+                reason,
+                detail: w.detail,
+            })
+        }))
+    }
+}
+
+/// [`Generation::usage`] on the wire: both counts `-1` when the server reported none.
+mod usage_wire {
+    use super::*;
+    use serde::{Deserializer, Serializer};
+
+    #[derive(Serialize, Deserialize)]
+    struct Wire {
+        #[serde(default, with = "wire::minus_one")]
+        prompt_tokens: Option<u64>,
+        #[serde(default, with = "wire::minus_one")]
+        completion_tokens: Option<u64>,
+    }
+
+    pub fn serialize<S: Serializer>(v: &Option<TokenUsage>, s: S) -> Result<S::Ok, S::Error> {
+        Wire {
+            prompt_tokens: v.map(|u| u.prompt_tokens),
+            completion_tokens: v.map(|u| u.completion_tokens),
+        }
+        .serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<TokenUsage>, D::Error> {
+        Ok(Option::<Wire>::deserialize(d)?.and_then(|w| {
+            Some(TokenUsage {
+                prompt_tokens: w.prompt_tokens?,
+                completion_tokens: w.completion_tokens?,
+            })
+        }))
+    }
 }
