@@ -27,6 +27,13 @@
 //!
 //! `.gcda` counters exist only in the view of the run that wrote them and in the one that
 //! reads them, so no run ever counts into another's coverage.
+//!
+//! Step 2 is most of a candidate's time, and most of that is the compiler reading
+//! GoogleTest's headers again. [`FastBuild`] (all on by default, off for comparison) makes it
+//! cheaper without changing what is compiled: the candidate's leading `#include` lines are
+//! precompiled once per repository, compiler, flags and include list (`pch`), the candidate
+//! is instrumented only where coverage is read (the repository's files, not the test file
+//! itself), and it is linked with `mold` when that is installed.
 
 use std::ffi::OsString;
 use std::io::Write as _;
@@ -42,6 +49,8 @@ use crate::once::OnceMap;
 use crate::report::{parse_cobertura_lines, parse_junit, FileLines};
 use crate::spec::{Collected, ExitStatus, Limits, RunOutput, RunSpec, WriteFile};
 use crate::{Sandbox, SandboxError};
+
+mod pch;
 
 const LIB_DIR: &str = ".clover-build/lib";
 const BUILD_DIR: &str = ".clover-build";
@@ -65,6 +74,51 @@ const GTEST_MAIN: &str = "gtest_main";
 /// A shell condition that holds when the test file's object defines `main` (POSIX `nm`
 /// output: name, type, value).
 const DEFINES_MAIN: &str = "nm -P --defined-only .clover-build/candidate.o | grep -q '^main [TW] '";
+
+/// The linker tried first when [`FastBuild::fast_linker`] is on and it is installed; a link
+/// it fails is done again with the compiler's default.
+const FAST_LINKER: &str = "mold";
+/// Where the fast linker's own diagnostics go, so that a failed link's log is the default
+/// linker's, as without it.
+const FAST_LINK_LOG: &str = ".clover-out/fast-link.txt";
+
+/// What the runner does to build a candidate faster. None of it changes a verdict or a
+/// covered line (tested on the fixtures); each is there to be turned off for comparison.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FastBuild {
+    /// Precompile the candidate's leading `#include` lines (those of a file that includes
+    /// GoogleTest or GMock) once, the second time they are seen, and compile the candidate
+    /// against the `.gch`.
+    pub precompiled_headers: bool,
+    /// Link with `mold` when it is installed (`cargo xtask setup` installs it).
+    pub fast_linker: bool,
+    /// Instrument only the repository's files in the candidate's object
+    /// (`-fprofile-filter-files`, `-fprofile-exclude-files` of the test file itself): the
+    /// test file's own lines are never read, and instrumenting its test bodies is most of the
+    /// cost of `--coverage` there.
+    pub narrow_instrumentation: bool,
+}
+
+impl FastBuild {
+    /// Everything on: the default.
+    pub const ALL: FastBuild = FastBuild {
+        precompiled_headers: true,
+        fast_linker: true,
+        narrow_instrumentation: true,
+    };
+    /// Every candidate compiled whole, instrumented whole and linked by the default linker.
+    pub const NONE: FastBuild = FastBuild {
+        precompiled_headers: false,
+        fast_linker: false,
+        narrow_instrumentation: false,
+    };
+}
+
+impl Default for FastBuild {
+    fn default() -> Self {
+        FastBuild::ALL
+    }
+}
 
 /// Extensions of C++ translation units.
 const CXX_EXTENSIONS: &[&str] = &["cc", "cpp", "cxx", "c++", "C"];
@@ -371,6 +425,9 @@ pub struct LibraryCache {
     jobs: usize,
     /// Per compiler command: its resolved path and version.
     compilers: std::sync::Mutex<std::collections::HashMap<String, String>>,
+    fast: FastBuild,
+    /// Precompiled include prefixes of candidates, in `<dir>/pch/`.
+    pch: pch::PchCache,
 }
 
 impl LibraryCache {
@@ -394,7 +451,20 @@ impl LibraryCache {
             builds: OnceMap::default(),
             jobs: std::thread::available_parallelism().map_or(1, |n| n.get()),
             compilers: Default::default(),
+            fast: FastBuild::default(),
+            pch: Default::default(),
         })
+    }
+
+    /// Builds candidates with these speed-ups only ([`FastBuild::NONE`]: as before them).
+    pub fn with_fast_build(mut self, fast: FastBuild) -> LibraryCache {
+        self.fast = fast;
+        self
+    }
+
+    /// How many precompiled headers this cache has compiled (not found on disk) so far.
+    pub fn precompiled_header_builds(&self) -> usize {
+        self.pch.built()
     }
 
     /// Compiles up to `jobs` of a library's sources at once (at least one; by default as
@@ -720,6 +790,8 @@ pub struct GtestResult {
     pub coverage_problem: Option<String>,
     /// The compile-and-run step (for [`TestBinary::run`], the run alone).
     pub run: RunOutput,
+    /// The test file was compiled against a precompiled header of its include prefix.
+    pub precompiled_header: bool,
 }
 
 impl<'a> GtestRun<'a> {
@@ -732,20 +804,26 @@ impl<'a> GtestRun<'a> {
         cache: &LibraryCache,
     ) -> Result<GtestResult, LibraryError> {
         let (lib, repo) = self.library(sandbox, cache)?;
+        let plan = self.plan(sandbox, cache, &repo);
         // The test binary replaces the shell, so the run's exit status is its own.
-        let script = format!("{}\nexec ./{TEST_BINARY} \"$@\"\n", self.build_script(&lib));
-        let mut spec = self.build_spec(&repo, &lib, script);
+        let script = format!(
+            "{}\nexec ./{TEST_BINARY} \"$@\"\n",
+            self.build_script(&lib, &plan)
+        );
+        let mut spec = self.build_spec(&repo, &lib, &plan, script);
         spec.argv.extend(run_args(&self.filter));
         spec.collect
             .extend(lib.objects.iter().map(|o| o.path("gcda")));
         spec.collect
             .extend([GTEST_XML, CANDIDATE_GCNO, CANDIDATE_GCDA].map(PathBuf::from));
         let run = sandbox.run(&spec)?;
-        if let Some(failed) = compile_error(&run) {
+        let (precompiled, note) = plan.used(&run);
+        if let Some(mut failed) = compile_error(&run) {
+            failed.precompiled_header = precompiled;
             return Ok(failed);
         }
         let notes = whole_file(&run, CANDIDATE_GCNO);
-        Measure {
+        let mut result = Measure {
             project: self.project,
             test_file: &self.test_file,
             repo: &repo,
@@ -753,7 +831,12 @@ impl<'a> GtestRun<'a> {
             notes: notes.as_deref(),
             limits: &self.limits,
         }
-        .result(sandbox, run)
+        .result(sandbox, run)?;
+        result.precompiled_header = precompiled;
+        if result.message.is_none() {
+            result.message = note;
+        }
+        Ok(result)
     }
 
     /// Compiles and links the test file once, for several runs of [`TestBinary::run`] (a
@@ -766,12 +849,15 @@ impl<'a> GtestRun<'a> {
         cache: &LibraryCache,
     ) -> Result<Result<TestBinary<'a>, GtestResult>, LibraryError> {
         let (lib, repo) = self.library(sandbox, cache)?;
-        let script = self.build_script(&lib);
-        let mut spec = self.build_spec(&repo, &lib, script);
+        let plan = self.plan(sandbox, cache, &repo);
+        let script = self.build_script(&lib, &plan);
+        let mut spec = self.build_spec(&repo, &lib, &plan, script);
         spec.collect
             .extend([TEST_BINARY, CANDIDATE_GCNO].map(PathBuf::from));
         let run = sandbox.run(&spec)?;
-        if let Some(failed) = compile_error(&run) {
+        let (precompiled, note) = plan.used(&run);
+        if let Some(mut failed) = compile_error(&run) {
+            failed.precompiled_header = precompiled;
             return Ok(Err(failed));
         }
         let binary = match run.file(TEST_BINARY) {
@@ -804,6 +890,7 @@ impl<'a> GtestRun<'a> {
                     message: Some(message),
                     coverage_problem: None,
                     run,
+                    precompiled_header: plan.pch.is_some(),
                 }));
             }
         };
@@ -814,6 +901,8 @@ impl<'a> GtestRun<'a> {
             lib,
             notes: whole_file(&run, CANDIDATE_GCNO),
             binary,
+            precompiled_header: precompiled,
+            note,
         }))
     }
 
@@ -830,9 +919,85 @@ impl<'a> GtestRun<'a> {
         Ok((lib, repo))
     }
 
+    /// How this candidate is built: what [`FastBuild`] allows for it. Never fails: a
+    /// precompiled header that cannot be had is a note, and the candidate compiles without.
+    fn plan(&self, sandbox: &Sandbox, cache: &LibraryCache, repo: &Path) -> BuildPlan {
+        let fast = cache.fast;
+        let p = self.project;
+        let mut plan = BuildPlan {
+            test_file: self.test_file.clone(),
+            pch: None,
+            compile_flags: Vec::new(),
+            link_flags: Vec::new(),
+            narrow: false,
+            note: None,
+        };
+        let filter = fast
+            .narrow_instrumentation
+            .then(|| instrumentation_filter(repo, &self.test_file.path))
+            .flatten();
+        if let Some([only, not]) = &filter {
+            plan.compile_flags.extend([only.clone(), not.clone()]);
+            plan.narrow = true;
+        }
+        if fast.fast_linker && which(FAST_LINKER).is_some() {
+            plan.link_flags.push(format!("-fuse-ld={FAST_LINKER}"));
+        }
+        let prefix = fast
+            .precompiled_headers
+            .then(|| pch::include_prefix(&self.test_file.contents))
+            .flatten();
+        let Some(prefix) = prefix else {
+            return plan;
+        };
+        // `"..."` includes of the prefix are looked up from the test file's folder first,
+        // as they were in the test file.
+        let quote_dir = match self.test_file.path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d.to_string_lossy().into_owned(),
+            _ => ".".into(),
+        };
+        let mut command: Vec<String> = std::iter::once(p.cxx.clone())
+            .chain(p.cxxflags.iter().cloned())
+            .chain(p.include_flags())
+            .chain(COVERAGE_FLAGS.map(String::from))
+            .collect();
+        command.extend(filter.map(|[only, _]| only));
+        command.extend(["-iquote".into(), quote_dir.clone()]);
+        let recipe = pch::PchRecipe {
+            repo,
+            compiler: &cache.compiler_identity(&p.cxx),
+            env: &p.env,
+            command,
+            limits: &self.limits,
+        };
+        match cache.pch.get(&cache.dir, sandbox, &recipe, &prefix) {
+            Ok(None) => {}
+            Ok(Some(Ok(pch))) => {
+                plan.compile_flags.extend([
+                    "-iquote".into(),
+                    quote_dir,
+                    "-include".into(),
+                    pch.header().to_string_lossy().into_owned(),
+                    "-Winvalid-pch".into(),
+                ]);
+                plan.test_file.contents = prefix.blanked;
+                plan.pch = Some(pch);
+            }
+            Ok(Some(Err(why))) => {
+                plan.note = Some(format!("compiled without a precompiled header: {why}"))
+            }
+            Err(e) => {
+                plan.note = Some(format!(
+                    "compiled without a precompiled header: its build could not run: {e}"
+                ))
+            }
+        }
+        plan
+    }
+
     /// Shell lines that compile and link the candidate into [`TEST_BINARY`]; on failure they
     /// leave the diagnostics in [`COMPILE_LOG`], mark [`COMPILE_FAILED`] and exit 1.
-    fn build_script(&self, lib: &LibraryBuild) -> String {
+    fn build_script(&self, lib: &LibraryBuild, plan: &BuildPlan) -> String {
         let p = self.project;
         let cand = self.test_file.path.to_string_lossy().into_owned();
         let flags = p.include_flags();
@@ -843,18 +1008,18 @@ impl<'a> GtestRun<'a> {
         };
         // The test file is instrumented too: code that exists only in headers it
         // instantiates (a header-only template) is compiled nowhere else.
-        let compile =
-            sh_words(
-                base()
-                    .chain(COVERAGE_FLAGS)
-                    .chain(["-c", &cand, "-o", CANDIDATE_OBJ]),
-            );
+        let compile = sh_words(
+            base()
+                .chain(COVERAGE_FLAGS)
+                .chain(plan.compile_flags.iter().map(String::as_str))
+                .chain(["-c", &cand, "-o", CANDIDATE_OBJ]),
+        );
         let objs: Vec<String> = lib
             .objects
             .iter()
             .map(|o| o.path("o").to_string_lossy().into_owned())
             .collect();
-        let link_with = |gtest_main: bool| {
+        let link_with = |gtest_main: bool, fast: bool| {
             let libs: Vec<String> = gtest_main
                 .then(|| format!("-l{GTEST_MAIN}"))
                 .into_iter()
@@ -865,8 +1030,10 @@ impl<'a> GtestRun<'a> {
                         .map(|l| format!("-l{l}")),
                 )
                 .collect();
+            let fast = if fast { &plan.link_flags[..] } else { &[] };
             sh_words(
                 base()
+                    .chain(fast.iter().map(String::as_str))
                     .chain([CANDIDATE_OBJ])
                     .chain(objs.iter().map(String::as_str))
                     .chain(COVERAGE_FLAGS)
@@ -874,18 +1041,43 @@ impl<'a> GtestRun<'a> {
                     .chain(libs.iter().map(String::as_str)),
             )
         };
+        // A link the fast linker fails is done again by the default one, whose diagnostics
+        // are then the log's, as without the fast linker.
+        let link = |gtest_main: bool| match plan.link_flags.is_empty() {
+            true => link_with(gtest_main, false),
+            false => format!(
+                "{{ {} > {FAST_LINK_LOG} 2>&1 || {}; }}",
+                link_with(gtest_main, true),
+                link_with(gtest_main, false)
+            ),
+        };
         // `gtest_main` brings a `main`: a test file that defines its own is linked without
         // it, one that defines none always with it, whatever the manifest lists.
-        let (own, with_gtest_main) = (link_with(false), link_with(true));
+        let (own, with_gtest_main) = (link(false), link(true));
+        // An object instrumented only where the repository's files are compiled into it may
+        // have no counter at all; it then writes no `.gcda`, and its notes would read as lost
+        // counters.
+        let no_counters = match plan.narrow {
+            true => format!(
+                "if ! nm -P {CANDIDATE_OBJ} | grep -q '^__gcov0[.]'; then rm -f {CANDIDATE_GCNO}; fi && "
+            ),
+            false => String::new(),
+        };
         format!(
-            "if ! {{ {compile} && if {DEFINES_MAIN}; then {own}; else {with_gtest_main}; fi; }} \
+            "if ! {{ {compile} && {no_counters}if {DEFINES_MAIN}; then {own}; else {with_gtest_main}; fi; }} \
              > {COMPILE_LOG} 2>&1; then : > {COMPILE_FAILED}; exit 1; fi"
         )
     }
 
     /// The view that builds the candidate: the library's objects and the test file written
     /// in, the compiler's report collected.
-    fn build_spec(&self, repo: &Path, lib: &LibraryBuild, script: String) -> RunSpec {
+    fn build_spec(
+        &self,
+        repo: &Path,
+        lib: &LibraryBuild,
+        plan: &BuildPlan,
+        script: String,
+    ) -> RunSpec {
         let mut spec = RunSpec::new(repo, ["/bin/sh", "-c", &script, "gtest"]);
         spec.env = self.project.env.clone();
         spec.files = lib
@@ -896,12 +1088,83 @@ impl<'a> GtestRun<'a> {
                 contents: o.object.clone(),
             })
             .collect();
-        spec.files.push(self.test_file.clone());
+        spec.files.push(plan.test_file.clone());
+        // The precompiled header is read where it is kept, read-only.
+        spec.binds.extend(plan.pch.iter().map(|p| p.dir.clone()));
         spec.writable_dirs = vec![BUILD_DIR.into(), LIB_DIR.into(), OUT_DIR.into()];
         spec.collect = vec![COMPILE_LOG.into(), COMPILE_FAILED.into()];
         spec.limits = self.limits.clone();
         spec
     }
+}
+
+/// How one candidate is compiled and linked ([`GtestRun::plan`]).
+struct BuildPlan {
+    /// The test file as the build view gets it: its include prefix blanked when a
+    /// precompiled header stands for it.
+    test_file: WriteFile,
+    pch: Option<Arc<pch::Pch>>,
+    /// Words added to the candidate's compile line, before `-c`.
+    compile_flags: Vec<String>,
+    /// Words of the fast linker's link line; none links with the default only.
+    link_flags: Vec<String>,
+    /// The candidate is instrumented only where the repository's files are compiled into it.
+    narrow: bool,
+    /// Why the candidate is compiled without a precompiled header though it has a prefix.
+    note: Option<String>,
+}
+
+impl BuildPlan {
+    /// Whether the build used the precompiled header, and else why not: GCC says when it
+    /// found a `.gch` it would not use (`-Winvalid-pch`) and read the header as text.
+    fn used(&self, run: &RunOutput) -> (bool, Option<String>) {
+        if self.pch.is_none() {
+            return (false, self.note.clone());
+        }
+        let log = run
+            .file(COMPILE_LOG)
+            .and_then(Collected::bytes)
+            .map(String::from_utf8_lossy)
+            .unwrap_or_default();
+        match log.lines().find(|l| l.contains("[-Winvalid-pch]")) {
+            Some(why) => (
+                false,
+                Some(format!(
+                    "compiled without a precompiled header: the compiler rejected it: {}",
+                    why.trim()
+                )),
+            ),
+            None => (true, None),
+        }
+    }
+}
+
+/// The flags that instrument only the repository's files in a candidate's object: names
+/// relative to the repository (as `-I` finds them) or absolute below it, not the test file.
+/// Coverage keeps only files below the source folders that are not the test file, so what
+/// it reads is instrumented as before. `None` where a path cannot be written in GCC's
+/// `;`-separated list of regular expressions.
+fn instrumentation_filter(repo: &Path, test: &Path) -> Option<[String; 2]> {
+    let (repo, test) = (repo.to_str()?, test.to_str()?);
+    if repo.contains(';') || test.contains(';') {
+        return None;
+    }
+    Some([
+        format!("-fprofile-filter-files=^[^/];^{}/", ere_escape(repo)),
+        format!("-fprofile-exclude-files=^{}$", ere_escape(test)),
+    ])
+}
+
+/// `s` as a POSIX extended regular expression that matches it literally.
+fn ere_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if r".[]()*+?{}|^$\".contains(c) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
 }
 
 /// The test binary's arguments: its XML report, and the filter if there is one.
@@ -932,6 +1195,7 @@ fn compile_error(run: &RunOutput) -> Option<GtestResult> {
         message: Some(first_errors(&log)),
         coverage_problem: None,
         run: run.clone(),
+        precompiled_header: false,
     })
 }
 
@@ -948,6 +1212,9 @@ pub struct TestBinary<'a> {
     /// The test file's coverage notes (`.gcno`).
     notes: Option<Vec<u8>>,
     binary: Vec<u8>,
+    /// How it was built: against a precompiled header, or why not.
+    precompiled_header: bool,
+    note: Option<String>,
 }
 
 impl TestBinary<'_> {
@@ -974,7 +1241,7 @@ impl TestBinary<'_> {
             .extend(self.lib.objects.iter().map(|o| o.path("gcda")));
         spec.limits = limits.clone();
         let run = sandbox.run(&spec)?;
-        Measure {
+        let mut result = Measure {
             project: self.project,
             test_file: &self.test_file,
             repo: &self.repo,
@@ -982,7 +1249,12 @@ impl TestBinary<'_> {
             notes: self.notes.as_deref(),
             limits,
         }
-        .result(sandbox, run)
+        .result(sandbox, run)?;
+        result.precompiled_header = self.precompiled_header;
+        if result.message.is_none() {
+            result.message = self.note.clone();
+        }
+        Ok(result)
     }
 }
 
@@ -1100,6 +1372,7 @@ impl Measure<'_> {
             message: report_problem.or(message).or(coverage_problem.clone()),
             coverage_problem,
             run,
+            precompiled_header: false,
         })
     }
 
@@ -1300,7 +1573,15 @@ mod tests {
             objects: Vec::new(),
             inputs: Vec::new(),
         };
-        let script = run.build_script(&lib);
+        let plan = BuildPlan {
+            test_file: run.test_file.clone(),
+            pch: None,
+            compile_flags: Vec::new(),
+            link_flags: Vec::new(),
+            narrow: false,
+            note: None,
+        };
+        let script = run.build_script(&lib, &plan);
         assert!(
             script.contains("'--coverage' '-fprofile-update=atomic' '-o'"),
             "{script}"
