@@ -31,7 +31,9 @@
 //! the platform.
 //!
 //! Prompts are written as plain text and as chat messages; `--format sft` writes fine-tuning
-//! examples (the ground truth as the assistant turn) split by repository instead; the chunks
+//! examples (the ground truth as the assistant turn) instead, split by whole repositories
+//! weighted by examples, each split also in a file of its own (`sft.train.jsonl` beside
+//! `-o sft.jsonl`), with the sizes and any degenerate split on stderr; the chunks
 //! of a C++ source share its test file, which goes with the first chunk only, so appended
 //! chunk answers never repeat a TEST.
 //!
@@ -68,7 +70,9 @@ pub use prompt::{code_block, fence, file_block};
 pub use rng::{Rng, WeightedDraws};
 pub use sample::{choose as choose_sample, sample_input, SampleError};
 pub use setting::{parse_settings, Setting};
-pub use sft::{sft_example, split_of, SplitRatios};
+pub use sft::{
+    assign_splits, sft_example, split_file, SftSplitter, SplitRatios, SplitReport, SPLITS,
+};
 pub use source::{RepoSources, SourceFile};
 pub use tasks::{CLOZE_RESERVE, MASK, WRITE_RESERVE};
 pub use tokenizer::{
@@ -202,15 +206,19 @@ pub fn run(
     let mut sampled_out = 0u64;
     let mut read_args = args.clone();
     let shard: Option<Shard> = read_args.shard.take();
+    let mut splitter = match format {
+        OutputFormat::Instances => None,
+        OutputFormat::Sft(ratios) => Some(sft_splitter(args, ratios)?),
+    };
     let mut io = StageIo::open(TOOL, &read_args).context("cannot open input or output")?;
     let mut packer = Packer::new(tokenizer, options, repos);
     let mut batch: Vec<CalibratedProblem> = Vec::new();
     let mut finished: HashSet<String> = HashSet::new();
     let mut excluded = 0u64;
 
-    let flush = |batch: &mut Vec<CalibratedProblem>,
-                 io: &mut StageIo,
-                 packer: &mut Packer|
+    let mut flush = |batch: &mut Vec<CalibratedProblem>,
+                     io: &mut StageIo,
+                     packer: &mut Packer|
      -> anyhow::Result<()> {
         let Some(repo) = batch.first().map(|r| r.repo.clone()) else {
             return Ok(());
@@ -219,11 +227,11 @@ pub fn run(
         let mut want =
             |id: &str, key: &str| !done.contains(id) && shard.is_none_or(|s| s.contains(key));
         let mut emit = |instance: Instance| -> anyhow::Result<()> {
-            match format {
-                OutputFormat::Instances => io.writer.write(&instance)?,
-                OutputFormat::Sft(ratios) => {
-                    if let Some(example) = sft_example(&instance, ratios) {
-                        io.writer.write(&example)?
+            match splitter.as_mut() {
+                None => io.writer.write(&instance)?,
+                Some(splitter) => {
+                    if let Some(example) = sft_example(&instance) {
+                        splitter.push(&example)?
                     }
                 }
             }
@@ -275,11 +283,45 @@ pub fn run(
         batch.push(record);
     }
     flush(&mut batch, &mut io, &mut packer)?;
+    if let Some(splitter) = splitter {
+        let report = splitter.finish(|e| Ok(io.writer.write(e)?), args.output.as_deref())?;
+        clover_protocol::diag!(
+            "{TOOL}: sft split by repository, weighted by examples: {}{}",
+            report.summary(),
+            match &args.output {
+                Some(out) => format!(" (one file each: {})", split_file(out, "SPLIT").display()),
+                None => String::new(),
+            }
+        );
+        for warning in report.warnings() {
+            clover_protocol::diag!("{TOOL}: warning: {warning}");
+        }
+    }
     let mut summary = packer.summary.clone();
     summary.excluded = excluded;
     summary.sampled_out = sampled_out;
     let code = io.finish()?;
     Ok((code, summary))
+}
+
+/// The splitter of a `--format sft` run, spooling beside the output (or in the temporary
+/// folder for stdout). The split is decided over every example at the end, so a run cannot
+/// be resumed or cut into shards: each would split its own part differently.
+fn sft_splitter(args: &StageArgs, ratios: SplitRatios) -> anyhow::Result<SftSplitter> {
+    if args.resume || args.shard.is_some() {
+        return Err(clover_protocol::Usage(
+            "--format sft splits repositories by their share of all the examples, decided at \
+             the end; it cannot be resumed or sharded: rerun it whole"
+                .into(),
+        )
+        .into());
+    }
+    let spool = match &args.output {
+        Some(out) => split_file(out, "spool"),
+        None => std::env::temp_dir().join(format!("clover-sft-{}.spool.jsonl", std::process::id())),
+    };
+    SftSplitter::new(ratios, spool.clone())
+        .with_context(|| format!("cannot write {}", spool.display()))
 }
 
 /// Throughput of pack-context on one input file, for `cargo xtask bench`: builds every

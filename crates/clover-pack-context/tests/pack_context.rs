@@ -1081,6 +1081,98 @@ fn sft_export() {
     }
 }
 
+/// `--format sft -o FILE` over two repositories of very unequal size (the Python fixture's
+/// hundreds of examples, the C++ fixture's few): the split weighs examples, so the big one is
+/// train; each split is also a file of its own; stderr gives the sizes and warns that test is
+/// empty and eval far below its share. Before, the split went by a hash of each repository's
+/// name whatever its size, and said nothing.
+#[test]
+fn sft_split_weighs_examples_writes_a_file_per_split_and_warns_when_degenerate() {
+    let Some(model) = model() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("calibrated.jsonl");
+    let both = [PY.0, CPP.0]
+        .iter()
+        .map(|f| std::fs::read_to_string(data(f)).unwrap())
+        .collect::<String>();
+    std::fs::write(&input, both).unwrap();
+    let out = dir.path().join("sft.jsonl");
+    let run = Command::new(env!("CARGO_BIN_EXE_clover-pack-context"))
+        .arg(&input)
+        .args(["--repo", "fixtures/python", "--repo", "fixtures/cpp"])
+        .arg("--tokenizer")
+        .arg(&model)
+        .args(["--format", "sft", "--settings", "po", "-o"])
+        .arg(&out)
+        .current_dir(workspace())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(run.status.success(), "{stderr}");
+
+    let read = |p: &Path| -> Vec<serde_json::Value> {
+        std::fs::read_to_string(p)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    };
+    let all = read(&out);
+    let of = |split: &str| read(&dir.path().join(format!("sft.{split}.jsonl")));
+    let (train, eval, test) = (of("train"), of("eval"), of("test"));
+    assert!(train
+        .iter()
+        .all(|e| e["repo"] == "pyfix" && e["split"] == "train"));
+    assert!(
+        !eval.is_empty()
+            && eval
+                .iter()
+                .all(|e| e["repo"] == "cppfix" && e["split"] == "eval")
+    );
+    assert!(test.is_empty());
+    assert_eq!(train.len() + eval.len(), all.len());
+    let in_all: Vec<&serde_json::Value> = all.iter().filter(|e| e["split"] == "train").collect();
+    assert_eq!(in_all.len(), train.len());
+    assert!(
+        !dir.path().join("sft.spool.jsonl").exists(),
+        "the spool is removed"
+    );
+
+    let pct = |n: usize| format!("{:.1}%", 100.0 * n as f64 / all.len() as f64);
+    let sizes = format!(
+        "sft split by repository, weighted by examples: train {} ({}, 1 repository), eval {} \
+         ({}, 1 repository), test 0 (0.0%, 0 repositories)",
+        train.len(),
+        pct(train.len()),
+        eval.len(),
+        pct(eval.len())
+    );
+    assert!(stderr.contains(&sizes), "{stderr}");
+    assert!(stderr.contains("warning: split `eval` holds"), "{stderr}");
+    assert!(
+        stderr.contains("warning: split `test` is empty (its share is 10%)"),
+        "{stderr}"
+    );
+
+    // Decided over every example at the end: no resume, no shards.
+    let again = Command::new(env!("CARGO_BIN_EXE_clover-pack-context"))
+        .arg(&input)
+        .args([
+            "--repo",
+            "fixtures/python",
+            "--repo",
+            "fixtures/cpp",
+            "--tokenizer",
+        ])
+        .arg(&model)
+        .args(["--format", "sft", "--shard", "0/2"])
+        .current_dir(workspace())
+        .output()
+        .unwrap();
+    assert_eq!(again.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&again.stderr).contains("cannot be resumed or sharded"));
+}
+
 /// C++: one instance per chunk, the join rule, few-shot demonstrations never of the pair
 /// itself.
 #[test]
