@@ -73,6 +73,10 @@ pub struct Cli {
     /// oracle's results in the input serve), and the dataset statistics of `--tables paper`.
     #[arg(long, value_name = "FILE")]
     pub instances: Option<PathBuf>,
+    /// Problem files (extract's output, repeatable): the {code, unit test} pairs' source and
+    /// test lengths for CPP-UT-Bench's Table 1 and Figs. 2–3 in `--tables paper`.
+    #[arg(long, value_name = "FILE")]
+    pub problems: Vec<PathBuf>,
     /// `clover`: score's tables per model × task × setting; `paper`: the papers' tables
     /// (CLOVER Tables 2–8 and the EM-vs-RER gap, CPP-UT-Bench Table 1 and Figs. 2–3), in
     /// --format table, markdown, json or html. docs/FIDELITY.md maps them.

@@ -13,7 +13,7 @@ use clover_protocol::{
     diag, exit, finish_main, BadRecords, Instance, OnError, RecordReader, RecordWriter, RunResult,
     Stopped, Task,
 };
-use clover_protocol::{Record, Response, Usage};
+use clover_protocol::{Problem, Record, Response, Usage};
 use clover_score::cli::{Cli, Format, JudgeKind, JudgeOrderArg, RerConstants, Tables};
 use clover_score::{
     run_judge, Bootstrap, ConstantReading, DatasetStats, Judge, JudgeItem, JudgeOrder, RunMeta,
@@ -125,6 +125,10 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         meta.responses.push((path.display().to_string(), read));
     }
     let mut stats = DatasetStats::default();
+    // Problems first: a pair's problem record says what it is, its instances add tokens.
+    for path in &cli.problems {
+        bad.count += read_records::<Problem>(path, &cli, |p| stats.add_problem(&p))?;
+    }
     if let Some(path) = &cli.instances {
         bad.count += read_records::<Instance>(path, &cli, |i| {
             stats.add(&i);
@@ -164,7 +168,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         }
         report.judge = rows;
     }
-    let stats = cli.instances.is_some().then_some(&stats);
+    let stats = (cli.instances.is_some() || !cli.problems.is_empty()).then_some(&stats);
     write_report(&cli, &report, stats)?;
     if judge_failed {
         return Ok(exit::BAD_RECORDS);

@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
 use clover_generate::task_name;
-use clover_protocol::{Instance, Task};
+use clover_protocol::{Instance, Problem, Task};
 use serde_json::{json, Value};
 
 use crate::report::{
@@ -97,6 +97,9 @@ struct CppPair {
     repo: String,
     chunks: u64,
     test_lines: u64,
+    /// Lines of the source, from its problem record (instances carry the source only inside
+    /// the prompt text).
+    source_lines: Option<u64>,
     /// Prompt tokens of all the pair's chunks, per setting.
     tokens: BTreeMap<String, u64>,
 }
@@ -118,21 +121,36 @@ impl DatasetStats {
         s.prompt_tokens += u64::from(i.prompt_tokens);
         if i.task == Task::CppUnitTest {
             let pair = self.cpp.entry(i.problem_id.clone()).or_default();
-            pair.repo = i.repo.clone();
-            let chunks = i
-                .scoring
-                .get("chunk_count")
-                .and_then(Value::as_u64)
-                .unwrap_or(1);
-            pair.chunks = pair.chunks.max(chunks);
-            // Every chunk holds the whole test file as its reference.
-            pair.test_lines = i.reference.lines().count() as u64;
+            // The problem record, when read, says what the pair is; the instance adds tokens.
+            if pair.source_lines.is_none() {
+                pair.repo = i.repo.clone();
+                let chunks = i
+                    .scoring
+                    .get("chunk_count")
+                    .and_then(Value::as_u64)
+                    .unwrap_or(1);
+                pair.chunks = pair.chunks.max(chunks);
+                // Every chunk holds the whole test file as its reference.
+                pair.test_lines = i.reference.lines().count() as u64;
+            }
             *pair.tokens.entry(i.setting.clone()).or_default() += u64::from(i.prompt_tokens);
         }
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.by_setting.is_empty()
+    /// Adds a C++ problem (extract's {code, unit test} pair, CPP-UT-Bench's unit of data);
+    /// a Python problem says nothing the tables use.
+    pub fn add_problem(&mut self, p: &Problem) {
+        let Some(cpp) = &p.cpp else { return };
+        let pair = self.cpp.entry(p.id.clone()).or_default();
+        pair.repo = p.repo.clone();
+        pair.chunks = cpp.chunks.len().max(1) as u64;
+        pair.test_lines = cpp.unit_test.lines().count() as u64;
+        pair.source_lines = Some(cpp.code.lines().count() as u64);
+    }
+
+    /// Whether any instance was read (Table 2 needs them).
+    pub fn has_instances(&self) -> bool {
+        !self.by_setting.is_empty()
     }
 }
 
@@ -219,7 +237,7 @@ fn table_2(stats: Option<&DatasetStats>) -> PaperTable {
             "unique examples: distinct problems; templates: distinct answer formats (and Task I prompt templates) asked; prompt tokens by clover's tokenizer (pack-context --tokenizer), which need not be the paper's.".into(),
         ],
     };
-    match stats.filter(|s| !s.is_empty()) {
+    match stats.filter(|s| s.has_instances()) {
         None => {
             for task in [Task::AssertionCloze, Task::TargetedTest, Task::CoverageTest] {
                 t.rows.push(vec![
@@ -429,6 +447,8 @@ fn cpp_table_1(stats: Option<&DatasetStats>) -> PaperTable {
             "chunked files",
             "chunks",
             "source lines (mean)",
+            "source lines (median)",
+            "source lines (max)",
             "test lines (mean)",
             "test lines (median)",
             "test lines (max)",
@@ -438,37 +458,47 @@ fn cpp_table_1(stats: Option<&DatasetStats>) -> PaperTable {
         .to_vec(),
         rows: Vec::new(),
         footnotes: vec![
-            "source lines: —, clover's instances carry the focal source only inside the prompt text (chunked, with context), not as a line count; extract's problem records hold the files.".into(),
-            "A chunked file is a source split into more than one prompt (pack-context --chunk-lines); prompt tokens per pair sum a pair's chunks in one setting, averaged over pairs and settings, by clover's tokenizer.".into(),
+            "Lines of the comment-stripped source and test file from extract's problem records (--problems); without them, test lines come from the instances' references. A chunked file is a source split into more than one prompt (pack-context --chunk-lines); prompt tokens per pair sum a pair's chunks in one setting, averaged over pairs and settings, by clover's tokenizer.".into(),
         ],
     };
     let pairs: Vec<&CppPair> = stats.map(|s| s.cpp.values().collect()).unwrap_or_default();
-    if stats.is_none() {
-        t.footnotes.push(NO_INSTANCES.into());
+    if pairs.is_empty() {
+        t.footnotes.push("No C++ pairs: pass extract's problems (--problems) or pack-context's instances (--instances).".into());
+    }
+    if pairs.iter().any(|p| p.source_lines.is_none()) {
+        t.footnotes.push("source lines: — for pairs known only from instances, which carry the source inside the prompt text (chunked, with context), not as a line count; pass --problems.".into());
+    }
+    if pairs.iter().any(|p| p.tokens.is_empty()) {
+        t.footnotes.push(
+            "prompt tokens: over the pairs with instances; — when none has (pass --instances)."
+                .into(),
+        );
     }
     let mut by_repo: BTreeMap<&str, Vec<&CppPair>> = BTreeMap::new();
     for p in &pairs {
         by_repo.entry(p.repo.as_str()).or_default().push(p);
     }
     let line = |name: &str, group: &[&CppPair]| {
-        let mut lines: Vec<u64> = group.iter().map(|p| p.test_lines).collect();
-        lines.sort_unstable();
-        let n = group.len().max(1) as f64;
         let tokens: Vec<u64> = group
             .iter()
             .flat_map(|p| p.tokens.values().copied())
             .collect();
-        vec![
+        let sources: Vec<u64> = group.iter().filter_map(|p| p.source_lines).collect();
+        let tests: Vec<u64> = group.iter().map(|p| p.test_lines).collect();
+        let mut row = vec![
             Cell::Text(name.into()),
             Cell::Count(group.len() as u64),
             Cell::Count(group.iter().filter(|p| p.chunks > 1).count() as u64),
             Cell::Count(group.iter().map(|p| p.chunks).sum()),
-            Cell::Missing,
-            Cell::Number(lines.iter().sum::<u64>() as f64 / n),
-            Cell::Number(median(&lines)),
-            Cell::Count(lines.last().copied().unwrap_or(0)),
-            Cell::Number(tokens.iter().sum::<u64>() as f64 / tokens.len().max(1) as f64),
-        ]
+        ];
+        row.extend(summary(sources));
+        row.extend(summary(tests));
+        row.push(if tokens.is_empty() {
+            Cell::Missing
+        } else {
+            Cell::Number(tokens.iter().sum::<u64>() as f64 / tokens.len() as f64)
+        });
+        row
     };
     for (repo, group) in &by_repo {
         t.rows.push(line(repo, group));
@@ -477,6 +507,19 @@ fn cpp_table_1(stats: Option<&DatasetStats>) -> PaperTable {
         t.rows.push(line("all", &pairs));
     }
     t
+}
+
+/// Mean, median and maximum of `values`, or three "—" when there are none.
+fn summary(mut values: Vec<u64>) -> [Cell; 3] {
+    if values.is_empty() {
+        return [Cell::Missing, Cell::Missing, Cell::Missing];
+    }
+    values.sort_unstable();
+    [
+        Cell::Number(values.iter().sum::<u64>() as f64 / values.len() as f64),
+        Cell::Number(median(&values)),
+        Cell::Count(*values.last().expect("non-empty")),
+    ]
 }
 
 fn median(sorted: &[u64]) -> f64 {
@@ -580,10 +623,20 @@ pub fn paper_html(tables: &[PaperTable], report: &Report, stats: Option<&Dataset
             "<section id=\"cpp-figures\"><h2>CPP-UT-Bench Figs. 2–3</h2>\n<figure>{}<figcaption>Fig. 2: {{code, unit test}} pairs per repository.</figcaption></figure>",
             bar_chart("cpp-pairs", "pairs", &bars)
         );
+        let sources: Vec<u64> = pairs.iter().filter_map(|p| p.source_lines).collect();
+        if sources.is_empty() {
+            s.push_str("<p class=\"note\">The distribution of source lengths needs extract's problem records (--problems): instances carry no line count of the source.</p>\n");
+        } else {
+            let _ = writeln!(
+                s,
+                "<figure>{}<figcaption>Fig. 3: the distribution of source lengths (lines per source file, comments stripped).</figcaption></figure>",
+                bar_chart("cpp-source-lines", "source files", &histogram(&sources))
+            );
+        }
         let lines: Vec<u64> = pairs.iter().map(|p| p.test_lines).collect();
         let _ = writeln!(
             s,
-            "<figure>{}<figcaption>Fig. 3: the distribution of unit-test lengths (lines per test file). The distribution of source lengths is not drawn: the instances carry no line count of the focal source.</figcaption></figure></section>",
+            "<figure>{}<figcaption>Fig. 3: the distribution of unit-test lengths (lines per test file).</figcaption></figure></section>",
             bar_chart("cpp-test-lines", "test files", &histogram(&lines))
         );
     }
@@ -899,8 +952,9 @@ mod tests {
         let cpp = table(&tables, "cpp-1");
         assert_eq!(
             texts(cpp),
-            [["snappy", "2", "1", "3", "—", "3.0", "3.0", "3", "1500.0"]]
+            [["snappy", "2", "1", "3", "—", "—", "—", "3.0", "3.0", "3", "1500.0"]]
         );
+        assert!(cpp.footnotes.iter().any(|f| f.contains("pass --problems")));
         let html = paper_html(&tables, &report, Some(&stats));
         assert!(html.contains("id=\"cpp-pairs\"") && html.contains("id=\"cpp-test-lines\""));
         assert!(
@@ -910,6 +964,69 @@ mod tests {
         let json = paper_json(&tables, &report);
         assert_eq!(json["tables"][0]["id"], "clover-2");
         assert_eq!(json["tables"].as_array().unwrap().len(), 9);
+    }
+
+    fn cpp_problem(
+        id: &str,
+        repo: &str,
+        code_lines: usize,
+        test_lines: usize,
+        chunks: u32,
+    ) -> Problem {
+        let span = json!({"start_line": 1, "end_line": 1, "start_byte": 0, "end_byte": 0});
+        serde_json::from_value(json!({
+            "kind": "problem", "schema_version": SCHEMA_VERSION, "id": id, "repo": repo,
+            "language": "cpp", "python": null,
+            "cpp": {"file_name": "a.cc", "file_path": "src/a.cc", "test_path": "t/a_test.cc",
+                "header_path": null, "code": "int x;\n".repeat(code_lines),
+                "unit_test": "TEST(A, B) {}\n".repeat(test_lines), "tests": [],
+                "chunks": (0..chunks).map(|i| json!({"index": i, "span": span, "code": ""}))
+                    .collect::<Vec<_>>()}
+        }))
+        .unwrap()
+    }
+
+    /// Extract's problems give CPP-UT-Bench's source and test lengths (the instances, tokens,
+    /// and their three-line references do not override the problems' test files): Table 1 per
+    /// repository and over all, and Fig. 3's source histogram.
+    #[test]
+    fn cpp_table_1_from_problems_and_instances() {
+        let mut stats = DatasetStats::default();
+        stats.add_problem(&cpp_problem("s/a.cc", "snappy", 300, 40, 2));
+        stats.add_problem(&cpp_problem("s/b.cc", "snappy", 100, 20, 1));
+        stats.add_problem(&cpp_problem("y/c.cc", "yaml", 50, 10, 1));
+        stats.add(&instance(
+            "cpp_unit_test",
+            "s/a.cc",
+            "po",
+            "file",
+            900,
+            json!({"chunk_count": 2}),
+        ));
+        stats.add(&instance(
+            "cpp_unit_test",
+            "s/a.cc",
+            "po",
+            "file",
+            700,
+            json!({"chunk_count": 2}),
+        ));
+        let report = fixture();
+        let tables = paper_tables(&report, Some(&stats));
+        assert_eq!(
+            texts(table(&tables, "cpp-1")),
+            [
+                [
+                    "snappy", "2", "1", "3", "200.0", "200.0", "300", "30.0", "30.0", "40",
+                    "1600.0"
+                ],
+                ["yaml", "1", "0", "1", "50.0", "50.0", "50", "10.0", "10.0", "10", "—"],
+                ["all", "3", "1", "4", "150.0", "100.0", "300", "23.3", "20.0", "40", "1600.0"],
+            ]
+        );
+        let html = paper_html(&tables, &report, Some(&stats));
+        assert!(html.contains("id=\"cpp-source-lines\""), "{html}");
+        assert!(html.contains("data-label=\"yaml\" data-count=\"1\""));
     }
 
     #[test]

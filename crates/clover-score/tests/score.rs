@@ -1252,6 +1252,16 @@ fn intervals_in_the_table_and_the_json() {
     assert_eq!(out, again);
 }
 
+/// The table of `id` in `--tables paper --format json` output.
+fn paper_table<'a>(v: &'a Value, id: &str) -> &'a Value {
+    v["tables"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["id"] == id)
+        .unwrap_or_else(|| panic!("no table {id}"))
+}
+
 /// `--tables paper` through the binary: every table in Markdown and JSON, the statistics from
 /// the instances file, and the HTML with CPP-UT-Bench's figures.
 #[test]
@@ -1302,33 +1312,44 @@ fn paper_tables_from_results_and_instances() {
     )
     .unwrap();
     let inst = instances.to_str().unwrap();
-    let (json, stderr, code) = score(&[
-        "--tables",
-        "paper",
-        "--format",
-        "json",
-        "--instances",
-        inst,
-        &oracle,
-        &baseline,
-    ]);
-    assert_eq!(code, 0, "{stderr}");
-    let v: Value = serde_json::from_str(&json).unwrap();
+    let paper_json = |extra: &[&str]| -> Value {
+        let mut args = vec!["--tables", "paper", "--format", "json"];
+        args.extend_from_slice(extra);
+        let (json, stderr, code) = score(&args);
+        assert_eq!(code, 0, "{stderr}");
+        serde_json::from_str(&json).unwrap()
+    };
+    let v = paper_json(&["--instances", inst, &oracle, &baseline]);
     let t2 = &v["tables"][0];
     assert_eq!(t2["id"], "clover-2");
     assert_eq!(
         t2["rows"][0],
         json!(["assertion_cloze", "po", 1, 1, 1, 100.0])
     );
-    let cpp = v["tables"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|t| t["id"] == "cpp-1")
-        .unwrap();
+    let cpp = paper_table(&v, "cpp-1");
     assert_eq!(
         cpp["rows"][0],
-        json!(["pyfix", 1, 0, 1, null, 1.0, 1.0, 1, 500.0])
+        json!(["pyfix", 1, 0, 1, null, null, null, 1.0, 1.0, 1, 500.0])
+    );
+
+    // extract's problem record gives the source's and the test's lengths.
+    let problems = dir.path().join("problems.jsonl");
+    let span = json!({"start_line": 1, "end_line": 4, "start_byte": 0, "end_byte": 40});
+    let problem = json!({
+        "kind": "problem", "schema_version": SCHEMA_VERSION, "id": "pyfix/x.cc",
+        "repo": "pyfix", "language": "cpp", "python": null,
+        "cpp": {"file_name": "x.cc", "file_path": "src/x.cc", "test_path": "t/x_test.cc",
+            "header_path": null, "code": "int f() {\n  return 1;\n}\nint g();\n",
+            "unit_test": "TEST(X, F) {\n  EXPECT_EQ(f(), 1);\n}\n", "tests": [],
+            "chunks": [{"index": 0, "span": span, "code": ""}]}
+    });
+    std::fs::write(&problems, format!("{problem}\n")).unwrap();
+    let problems = problems.to_str().unwrap();
+    let v = paper_json(&["--instances", inst, "--problems", problems, &oracle]);
+    let cpp = paper_table(&v, "cpp-1");
+    assert_eq!(
+        cpp["rows"][0],
+        json!(["pyfix", 1, 0, 1, 4.0, 4.0, 4, 3.0, 3.0, 3, 500.0])
     );
 
     let html = dir.path().join("paper.html");
@@ -1339,6 +1360,8 @@ fn paper_tables_from_results_and_instances() {
         "html",
         "--instances",
         inst,
+        "--problems",
+        problems,
         "-o",
         html.to_str().unwrap(),
         &oracle,
@@ -1354,6 +1377,7 @@ fn paper_tables_from_results_and_instances() {
         "clover-gap",
         "cpp-1",
         "cpp-pairs",
+        "cpp-source-lines",
         "cpp-test-lines",
     ] {
         by_id(&parsed, id);
