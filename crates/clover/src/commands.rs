@@ -20,6 +20,8 @@ pub fn stages() -> Vec<Command> {
         stage::<clover_generate::cli::Cli>("generate"),
         stage::<clover_sandbox_run::cli::Cli>("sandbox-run"),
         stage::<clover_score::cli::Cli>("score"),
+        // Not a stage of the pipeline: it writes any stage's records as a dataset.
+        stage::<clover_export::cli::Cli>("export"),
     ]
 }
 
