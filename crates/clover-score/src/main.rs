@@ -236,8 +236,13 @@ fn run_date(cli: &Cli) -> anyhow::Result<Option<String>> {
 }
 
 /// The samples folder of an HTML report at `output`: `report.samples` beside `report.html`,
-/// named relative to the report so its links work wherever the pair is moved.
+/// named relative to the report so its links work wherever the pair is moved. An output that
+/// exists and is no regular file (`-o /dev/null`, a FIFO) gets none: as root, a folder beside
+/// `/dev/null` would be made in the host's `/dev`.
 fn samples_folder(output: &Path) -> Option<String> {
+    if std::fs::metadata(output).is_ok_and(|m| !m.is_file()) {
+        return None;
+    }
     let stem = output.file_stem()?.to_str()?;
     Some(format!("{stem}.samples"))
 }

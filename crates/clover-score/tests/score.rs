@@ -1202,6 +1202,17 @@ fn html_report_has_metadata_legend_leaderboard_charts_and_sample_links() {
     assert_eq!(samples(dir.path()), before);
 }
 
+/// An HTML report to an output that is no regular file has no samples folder beside it: as
+/// root, `-o /dev/null` would otherwise make one in the host's /dev.
+#[test]
+fn an_html_report_to_dev_null_writes_no_samples() {
+    let dir = tempfile::tempdir().unwrap();
+    let (oracle, _) = write_results(dir.path());
+    let (_, stderr, code) = score(&["--format", "html", "-o", "/dev/null", &oracle]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(!Path::new("/dev/null.samples").exists());
+}
+
 /// Without --date the run date comes from SOURCE_DATE_EPOCH, and without either the report
 /// says it was not recorded: no output reads the clock.
 #[test]
