@@ -38,6 +38,11 @@ pub struct Cli {
     /// Where built C++ libraries under test are cached.
     #[arg(long, value_name = "DIR")]
     pub cache_dir: Option<PathBuf>,
+    /// Runs every Python candidate in a fresh interpreter instead of a fork of a warm worker
+    /// (one per repository, interpreter and setting, which has imported pytest and coverage
+    /// and configured pytest once). The verdicts are the same; cold runs are slower.
+    #[arg(long)]
+    pub cold: bool,
     /// Direct mode: the test file to run. Inside the repository it runs where it is;
     /// elsewhere pass --at.
     #[arg(long, value_name = "PATH")]

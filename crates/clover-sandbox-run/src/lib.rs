@@ -23,19 +23,21 @@ pub mod cli;
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use clover_manifest::RepoConfig;
 use clover_protocol::{
-    ExecSpec, Language, OnError, Outcome, RecordKind, Response, RunResult, StageIo, Stopped, Usage,
-    SCHEMA_VERSION,
+    ExecSpec, Language, OnError, Outcome, RecordKind, Response, RunResult, StageIo, Stopped, Task,
+    Usage, SCHEMA_VERSION,
 };
 
 use clover_sandbox::gtest::{CppProject, GtestRun, LibraryCache, LibraryError};
 use clover_sandbox::pytest::PytestRun;
 use clover_sandbox::{
-    check_relative, CheckedInterpreters, Limits, RunOutput, Sandbox, SandboxError, WriteFile,
+    check_relative, CheckedInterpreters, Limits, OnceMap, RunOutput, Sandbox, SandboxError,
+    WarmPool, WriteFile,
 };
 use clover_screen::{Finding, Screen};
 
@@ -59,6 +61,37 @@ pub struct ResponseRunner<'a> {
     /// Each interpreter's check, made before its first run: the versions, or why it cannot
     /// serve (then the stage stops).
     interpreters: CheckedInterpreters,
+    /// Warm pytest workers ([`clover_sandbox::WarmPool`]); `None` runs every Python
+    /// candidate cold (`--cold`).
+    warm: Option<WarmPool>,
+    /// Every run made, by all that decides its result: an identical candidate (same
+    /// repository, file, text, selectors and measurement) runs once, and the responses that
+    /// have it share its result (its duration included).
+    runs: OnceMap<RunKey, Ran>,
+    /// Results that took an identical candidate's run.
+    reused: AtomicU64,
+}
+
+/// What decides a run's result.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct RunKey {
+    repo: String,
+    language: Language,
+    path: PathBuf,
+    text: String,
+    selectors: Vec<String>,
+    measured: bool,
+}
+
+/// A run's result. Which response it was first made for is not recorded: that depends on
+/// the order responses come in (`--jobs`, `--resume`, `--shard`), and results must not.
+#[derive(Debug, Clone)]
+struct Ran {
+    run: RunOutput,
+    outcome: Outcome,
+    tests: Vec<clover_protocol::TestCase>,
+    coverage: Vec<clover_protocol::FileCoverage>,
+    message: Option<String>,
 }
 
 #[derive(Debug)]
@@ -125,7 +158,22 @@ impl<'a> ResponseRunner<'a> {
             cache: LibraryCache::new(cache_dir)?,
             screen: Some(Screen::default()),
             interpreters: CheckedInterpreters::default(),
+            warm: Some(WarmPool::new()),
+            runs: OnceMap::default(),
+            reused: AtomicU64::new(0),
         })
+    }
+
+    /// How many results took the run of an identical candidate made for another response.
+    pub fn reused(&self) -> u64 {
+        self.reused.load(Ordering::Relaxed)
+    }
+
+    /// Runs every Python candidate cold, in a fresh interpreter (`true`), instead of in a
+    /// fork of a warm worker (`false`, the default). Verdicts are the same either way.
+    pub fn with_cold(mut self, cold: bool) -> Self {
+        self.warm = (!cold).then(WarmPool::new);
+        self
     }
 
     /// Turns the screen for reward hacking off (`false`) or on (`true`, the default).
@@ -326,47 +374,45 @@ impl<'a> ResponseRunner<'a> {
             cpus: cfg.cpus,
             ..Limits::default()
         };
-        let (run, outcome, tests, coverage, message) = match language {
-            Language::Python => {
-                let python = cfg
-                    .python
-                    .clone()
-                    .or_else(|| self.default_python.clone())
-                    .ok_or_else(|| ResponseError::NoPython(cfg.name.clone()))?;
-                self.check_interpreter(&python, &cfg.root)?;
-                let targets = if response.exec.selectors.is_empty() {
-                    vec![response.exec.candidate_path.clone()]
-                } else {
-                    response.exec.selectors.clone()
-                };
-                let r = PytestRun {
-                    repo: cfg.root.clone(),
-                    python,
-                    targets,
-                    files: vec![file],
-                    cov_sources: cfg
-                        .source_dirs
-                        .iter()
-                        .map(|d| d.to_string_lossy().into_owned())
-                        .collect(),
-                    cov_contexts: false,
-                    env: cfg.env.iter().map(|(k, v)| (k.into(), v.into())).collect(),
-                    limits,
+        // Task I is scored on its verdict alone: nothing is measured.
+        let measured = response.task != Task::AssertionCloze;
+        let key = RunKey {
+            repo: cfg.name.clone(),
+            language,
+            path: path.clone(),
+            text: file_text(&file),
+            selectors: response.exec.selectors.clone(),
+            measured,
+        };
+        // `None`: the run another response was making for this candidate failed (and is
+        // reported there); it is made again here.
+        let ran = loop {
+            let mut ran_here = false;
+            let made = self.runs.get_or_make(&key, || {
+                ran_here = true;
+                self.run_candidate(
+                    response,
+                    repo,
+                    language,
+                    file.clone(),
+                    limits.clone(),
+                    measured,
+                )
+            })?;
+            if let Some(ran) = made {
+                if !ran_here {
+                    self.reused.fetch_add(1, Ordering::Relaxed);
                 }
-                .run(self.sandbox)?;
-                (r.run, r.outcome, r.tests, r.coverage, r.message)
-            }
-            Language::Cpp => {
-                let r = GtestRun {
-                    project: &repo.cpp,
-                    test_file: file,
-                    filter: response.exec.selectors.clone(),
-                    limits,
-                }
-                .run(self.sandbox, &self.cache)?;
-                (r.run, r.outcome, r.tests, r.coverage, r.message)
+                break ran;
             }
         };
+        let Ran {
+            run,
+            outcome,
+            tests,
+            coverage,
+            message,
+        } = ran;
         fill(&mut result, &run);
         result.outcome = outcome;
         result.tests = tests;
@@ -388,6 +434,73 @@ impl<'a> ResponseRunner<'a> {
         };
         result.duration_secs = started.elapsed().as_secs_f64();
         Ok(result)
+    }
+
+    /// Runs one candidate file, warm or cold (Python) or compiled (C++).
+    fn run_candidate(
+        &self,
+        response: &Response,
+        repo: &Repo,
+        language: Language,
+        file: WriteFile,
+        limits: Limits,
+        measured: bool,
+    ) -> Result<Ran, ResponseError> {
+        let cfg = &repo.config;
+        let (run, outcome, tests, coverage, message) = match language {
+            Language::Python => {
+                let python = cfg
+                    .python
+                    .clone()
+                    .or_else(|| self.default_python.clone())
+                    .ok_or_else(|| ResponseError::NoPython(cfg.name.clone()))?;
+                self.check_interpreter(&python, &cfg.root)?;
+                let targets = if response.exec.selectors.is_empty() {
+                    vec![response.exec.candidate_path.clone()]
+                } else {
+                    response.exec.selectors.clone()
+                };
+                let r = PytestRun {
+                    repo: cfg.root.clone(),
+                    python,
+                    targets,
+                    files: vec![file],
+                    cov_sources: if measured {
+                        cfg.source_dirs
+                            .iter()
+                            .map(|d| d.to_string_lossy().into_owned())
+                            .collect()
+                    } else {
+                        Vec::new()
+                    },
+                    cov_contexts: false,
+                    env: cfg.env.iter().map(|(k, v)| (k.into(), v.into())).collect(),
+                    limits,
+                };
+                let r = match &self.warm {
+                    Some(pool) => r.run_warm(self.sandbox, pool)?,
+                    None => r.run(self.sandbox)?,
+                };
+                (r.run, r.outcome, r.tests, r.coverage, r.message)
+            }
+            Language::Cpp => {
+                let r = GtestRun {
+                    project: &repo.cpp,
+                    test_file: file,
+                    filter: response.exec.selectors.clone(),
+                    limits,
+                }
+                .run(self.sandbox, &self.cache)?;
+                (r.run, r.outcome, r.tests, r.coverage, r.message)
+            }
+        };
+        Ok(Ran {
+            run,
+            outcome,
+            tests,
+            coverage,
+            message,
+        })
     }
 }
 
@@ -445,6 +558,11 @@ pub fn unrun_result(id: String, outcome: Outcome) -> RunResult {
         scoring: Default::default(),
         duration_secs: 0.0,
     }
+}
+
+/// A candidate file's text, for [`RunKey`].
+fn file_text(file: &WriteFile) -> String {
+    String::from_utf8_lossy(&file.contents).into_owned()
 }
 
 fn fill(result: &mut RunResult, run: &RunOutput) {

@@ -48,8 +48,9 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         .cache_dir
         .clone()
         .unwrap_or_else(LibraryCache::default_dir);
-    let runner =
-        ResponseRunner::new(&sandbox, repos, python, &cache)?.with_screen(cli.screen == "on");
+    let runner = ResponseRunner::new(&sandbox, repos, python, &cache)?
+        .with_screen(cli.screen == "on")
+        .with_cold(cli.cold);
     let jobs = cli
         .jobs
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
@@ -78,6 +79,12 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         summary.failed,
         summary.skipped
     );
+    if runner.reused() > 0 {
+        diag!(
+            "{TOOL}: {} result(s) reuse the run of an identical candidate of another response",
+            runner.reused()
+        );
+    }
     Ok(io.finish()?)
 }
 

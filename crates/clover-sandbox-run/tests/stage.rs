@@ -696,3 +696,81 @@ fn a_timeout_names_its_limit() {
         "{m}"
     );
 }
+
+/// Responses with the same candidate (the same file, text and selectors in one repository)
+/// run once and share the result, which says so; the cold path (`--cold`) gives the warm
+/// path's verdicts and coverage, and a Task I response is not measured.
+#[test]
+fn identical_candidates_run_once_and_cold_runs_agree_with_warm_ones() {
+    let Some(py) = ready() else { return };
+    let repo = clover_testkit::fixture("python");
+    let pass = "from ledger.money import Money\n\ndef test_add():\n    assert (Money(150) + Money(50)).cents == 200\n";
+    let fail =
+        "from ledger.money import Money\n\ndef test_add():\n    assert Money(1).cents == 2\n";
+    let mut cloze = python_response("c1", "tests/test_cl.py", pass);
+    cloze.task = Task::AssertionCloze;
+    let responses = vec![
+        python_response("a1", "tests/test_same.py", pass),
+        python_response("a2", "tests/test_same.py", pass),
+        python_response("b1", "tests/test_other.py", fail),
+        python_response("a3", "tests/test_same.py", pass),
+        cloze,
+    ];
+    let args = |cold: bool| {
+        let mut a = vec![
+            "--repo".to_string(),
+            repo.display().to_string(),
+            "--python".into(),
+            py.display().to_string(),
+            "--jobs".into(),
+            "2".into(),
+        ];
+        if cold {
+            a.push("--cold".into());
+        }
+        a
+    };
+    let strs = |a: &[String]| a.iter().map(String::clone).collect::<Vec<_>>();
+    let warm_args = strs(&args(false));
+    let warm_args: Vec<&str> = warm_args.iter().map(String::as_str).collect();
+    let (warm, code, stderr) = run_stage(&responses, &warm_args);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stderr.contains("2 result(s) reuse the run of an identical candidate"),
+        "{stderr}"
+    );
+    // One run, shared to the test durations.
+    let run = |r: &RunResult| {
+        (
+            r.outcome,
+            r.tests.clone(),
+            r.coverage.clone(),
+            r.stdout_tail.clone(),
+        )
+    };
+    assert_eq!(run(&warm[0]), run(&warm[1]));
+    assert_eq!(run(&warm[0]), run(&warm[3]));
+    let cold_args = strs(&args(true));
+    let cold_args: Vec<&str> = cold_args.iter().map(String::as_str).collect();
+    let (cold, code, stderr) = run_stage(&responses, &cold_args);
+    assert_eq!(code, 0, "{stderr}");
+    let verdicts = |rs: &[RunResult]| {
+        rs.iter()
+            .map(|r| {
+                let tests: Vec<_> = r
+                    .tests
+                    .iter()
+                    .map(|t| (t.name.clone(), t.outcome))
+                    .collect();
+                (r.id.clone(), r.outcome, tests, r.coverage.clone())
+            })
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(verdicts(&warm), verdicts(&cold));
+    assert_eq!(warm[0].outcome, Outcome::Passed);
+    assert_eq!(warm[2].outcome, Outcome::Failed);
+    // Task I is scored on its verdict alone: nothing measured.
+    assert_eq!(warm[4].outcome, Outcome::Passed);
+    assert!(warm[4].coverage.is_empty());
+    assert!(!warm[0].coverage.is_empty());
+}

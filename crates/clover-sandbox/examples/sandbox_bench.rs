@@ -180,6 +180,59 @@ fn pytest(n: usize, repo: &Path, python: &Path, test_file: &str, src: &str) {
     );
 }
 
+/// One candidate (`test_file`'s text, written as a new file) run cold and in a warm worker,
+/// interleaved: the wall time of each, and the tests' own time (the sum of the durations in
+/// the report). The verdicts, tests and coverage of the two must agree.
+fn warm(n: usize, repo: &Path, python: &Path, test_file: &str, src: &str) {
+    let sb = Sandbox::new().expect("the sandbox needs root");
+    let text = std::fs::read(repo.join(test_file)).expect("the test file");
+    let candidate = Path::new(test_file).with_file_name("test_clover_bench_candidate.py");
+    let run = PytestRun {
+        repo: repo.to_path_buf(),
+        python: python.to_path_buf(),
+        targets: vec![candidate.display().to_string()],
+        files: vec![clover_sandbox::WriteFile {
+            path: candidate,
+            contents: text,
+        }],
+        cov_sources: vec![src.into()],
+        cov_contexts: false,
+        env: Vec::new(),
+        limits: Limits::default(),
+    };
+    let pool = clover_sandbox::WarmPool::new();
+    let same = |r: &clover_sandbox::pytest::PytestResult| {
+        let tests: Vec<_> = r
+            .tests
+            .iter()
+            .map(|t| (t.name.clone(), t.outcome))
+            .collect();
+        (r.outcome, tests, r.coverage.clone())
+    };
+    let first = run.run_warm(&sb, &pool).expect("a warm run");
+    assert!(first.message.is_none(), "{:?}", first.message);
+    let (mut cold, mut warm, mut own) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..n {
+        let mut c = None;
+        cold.push(time(|| c = Some(run.run(&sb).expect("a cold run"))));
+        let mut w = None;
+        warm.push(time(|| {
+            w = Some(run.run_warm(&sb, &pool).expect("a warm run"))
+        }));
+        let (c, w) = (c.expect("ran"), w.expect("ran"));
+        assert_eq!(same(&c), same(&w), "the cold and the warm run disagree");
+        own.push(Duration::from_secs_f64(
+            w.tests.iter().map(|t| t.duration_secs).sum::<f64>(),
+        ));
+    }
+    println!(
+        "{{\"n\":{n},\"cold_us\":{:.1},\"warm_us\":{:.1},\"own_us\":{:.1}}}",
+        median(cold),
+        median(warm),
+        median(own)
+    );
+}
+
 /// `words` as one shell command line.
 fn sh(words: &[&str]) -> String {
     let quote = |w: &str| format!("'{}'", w.replace('\'', r"'\''"));
@@ -338,12 +391,16 @@ fn main() {
         ["pytest", count, repo, python, test_file, src] => {
             pytest(n(count), &abs(repo), &abs(python), test_file, src)
         }
+        ["warm", count, repo, python, test_file, src] => {
+            warm(n(count), &abs(repo), &abs(python), test_file, src)
+        }
         ["gtest", count, manifest, name, ref tests @ ..] if !tests.is_empty() => {
             gtest(n(count), &abs(manifest), name, tests)
         }
         _ => {
             eprintln!(
                 "usage: sandbox_bench spawn N REPO | pytest N REPO PYTHON TESTFILE SRC \
+                 | warm N REPO PYTHON TESTFILE SRC \
                  | gtest N MANIFEST NAME TESTFILE…"
             );
             std::process::exit(2);

@@ -97,6 +97,12 @@ impl HeadTail {
         }
     }
 
+    /// Counts bytes that were left out before they reached this capture (a stream another
+    /// process already cut to its head and tail).
+    pub(crate) fn set_total(&mut self, total: u64) {
+        self.total = self.total.max(total);
+    }
+
     pub(crate) fn finish(self) -> Captured {
         let kept = (self.head.len() + self.tail.len()) as u64;
         let truncated = self.total > kept;

@@ -97,6 +97,7 @@ pub mod report;
 mod sandbox;
 mod spawn;
 mod spec;
+mod worker;
 
 pub use capture::Captured;
 pub use error::SandboxError;
@@ -108,3 +109,4 @@ pub use spec::{
     Collected, CollectedFile, ExitStatus, LimitBackend, Limits, RepoView, RunOutput, RunSpec,
     WriteFile,
 };
+pub use worker::{ColdReason, WarmPool};

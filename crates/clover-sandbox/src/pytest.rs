@@ -5,11 +5,14 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use clover_protocol::{FileCoverage, LimitHit, Outcome, TestCase, TestOutcome};
+use std::time::Duration;
+
+use clover_protocol::{FileCoverage, LimitHit, LineRanges, Outcome, TestCase, TestOutcome};
 
 use crate::report::{parse_cobertura, parse_junit};
 use crate::spec::{Collected, ExitStatus, Limits, RunOutput, RunSpec, WriteFile};
-use crate::{Sandbox, SandboxError};
+use crate::worker::{Request, WorkerKey, WORKER, WORKER_MODULE};
+use crate::{Sandbox, SandboxError, WarmPool};
 
 /// Where reports go, relative to the repository; the sandbox user may write there.
 const OUT_DIR: &str = ".clover-out";
@@ -99,53 +102,76 @@ pub fn python_binds(python: &Path) -> Vec<PathBuf> {
     binds
 }
 
+/// pytest's arguments before any coverage option and the targets: the same in a cold run
+/// and a warm worker.
+fn pytest_args() -> Vec<String> {
+    [
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        PLUGIN_MODULE,
+        "-q",
+        "-o",
+        "junit_family=xunit1",
+    ]
+    .into_iter()
+    .map(String::from)
+    .chain([format!("--junitxml={OUT_DIR}/junit.xml")])
+    .collect()
+}
+
+/// How the lines a run covered come back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum CoverageReport {
+    /// coverage.py's Cobertura XML (a cold run, through pytest-cov).
+    Cobertura,
+    /// The warm worker's record: repository-relative file → the lines coverage.py's XML
+    /// report would mark as hit.
+    Lines,
+}
+
 impl PytestRun {
     /// The sandbox run this pytest invocation is.
     pub fn spec(&self) -> RunSpec {
-        let junit = format!("{OUT_DIR}/junit.xml");
         let cov = format!("{OUT_DIR}/coverage.xml");
-        let mut argv: Vec<OsString> = vec![
-            self.python.clone().into(),
-            "-m".into(),
-            "pytest".into(),
-            "-p".into(),
-            "no:cacheprovider".into(),
-            "-p".into(),
-            PLUGIN_MODULE.into(),
-            "-q".into(),
-            "-o".into(),
-            "junit_family=xunit1".into(),
-            format!("--junitxml={junit}").into(),
-        ];
-        let rc = format!("{OUT_DIR}/coveragerc");
+        let mut argv: Vec<OsString> =
+            vec![self.python.clone().into(), "-m".into(), "pytest".into()];
+        argv.extend(pytest_args().into_iter().map(OsString::from));
         if !self.cov_sources.is_empty() {
             argv.push("--cov".into());
-            argv.push(format!("--cov-config={rc}").into());
+            argv.push(format!("--cov-config={OUT_DIR}/coveragerc").into());
             argv.push(format!("--cov-report=xml:{cov}").into());
             if self.cov_contexts {
                 argv.push("--cov-context=test".into());
             }
         }
         argv.extend(self.targets.iter().map(OsString::from));
+        let mut spec = self.base_spec(argv);
+        spec.files.extend(self.files.iter().cloned());
+        spec.collect = vec![
+            format!("{OUT_DIR}/junit.xml").into(),
+            cov.into(),
+            format!("{OUT_DIR}/{SESSION_RECORD}").into(),
+        ];
+        spec
+    }
+
+    /// A run of `argv` with what every pytest run here needs: clover's plugin, the coverage
+    /// settings, the interpreter's binds, the environment and the limits.
+    fn base_spec(&self, argv: Vec<OsString>) -> RunSpec {
         let mut spec = RunSpec::new(&self.repo, argv);
-        spec.files = self.files.clone();
         spec.files.push(WriteFile {
             path: format!("{OUT_DIR}/{PLUGIN_MODULE}.py").into(),
             contents: PLUGIN.as_bytes().to_vec(),
         });
         if !self.cov_sources.is_empty() {
             spec.files.push(WriteFile {
-                path: rc.into(),
+                path: format!("{OUT_DIR}/coveragerc").into(),
                 contents: coverage_rc(&self.cov_sources).into_bytes(),
             });
         }
         spec.binds = python_binds(&self.python);
         spec.writable_dirs = vec![OUT_DIR.into()];
-        spec.collect = vec![
-            junit.into(),
-            cov.into(),
-            format!("{OUT_DIR}/{SESSION_RECORD}").into(),
-        ];
         spec.limits = self.limits.clone();
         let mut env = vec![("COVERAGE_FILE".into(), "/tmp/.coverage".into())];
         if let Some(bin) = self.python.parent() {
@@ -168,6 +194,116 @@ impl PytestRun {
 
     pub fn run(&self, sandbox: &Sandbox) -> Result<PytestResult, SandboxError> {
         let run = sandbox.run(&self.spec())?;
+        Ok(self.verdict(run, CoverageReport::Cobertura))
+    }
+
+    /// Runs in a warm worker of `pool` (one is started for this repository, interpreter and
+    /// setting when none is idle), or cold when no worker can serve it; the result's message
+    /// then says why. The verdict is made the same way either way.
+    pub fn run_warm(
+        &self,
+        sandbox: &Sandbox,
+        pool: &WarmPool,
+    ) -> Result<PytestResult, SandboxError> {
+        if self.cov_contexts {
+            return self.run(sandbox);
+        }
+        let repo = self
+            .repo
+            .canonicalize()
+            .unwrap_or_else(|_| self.repo.clone());
+        // The folders of the targets decide pytest's rootdir and initial conftests, which the
+        // worker has loaded before it knows its candidates.
+        let mut dirs: Vec<String> = self
+            .targets
+            .iter()
+            .map(|t| {
+                let path = Path::new(t.split("::").next().unwrap_or(t));
+                match path.parent().map(Path::to_string_lossy) {
+                    Some(d) if !d.is_empty() => d.into_owned(),
+                    _ => ".".into(),
+                }
+            })
+            .collect();
+        dirs.sort();
+        dirs.dedup();
+        let mut args = pytest_args();
+        args.extend(dirs);
+        let key = WorkerKey {
+            repo: repo.clone(),
+            python: self.python.clone(),
+            env: self.env.clone(),
+            args: args.clone(),
+            cov_sources: self.cov_sources.clone(),
+            memory_bytes: self.limits.memory_bytes,
+            pids: self.limits.pids,
+            cpu_millis: (self.limits.cpus * 1000.0).round() as u64,
+            tmpfs_bytes: self.limits.tmpfs_bytes,
+            overlay_bytes: self.limits.overlay_bytes,
+        };
+        let cov_out = format!("{OUT_DIR}/coverage.json");
+        let collect: Vec<PathBuf> = vec![
+            format!("{OUT_DIR}/junit.xml").into(),
+            cov_out.clone().into(),
+            format!("{OUT_DIR}/{SESSION_RECORD}").into(),
+        ];
+        let writable = [PathBuf::from(OUT_DIR)];
+        let worker_spec = || {
+            let setup = serde_json::json!({
+                "repo": repo.to_string_lossy(),
+                "args": args,
+                "coveragerc": (!self.cov_sources.is_empty())
+                    .then(|| format!("{OUT_DIR}/coveragerc")),
+                "sources": self.cov_sources,
+                "tmpfs_bytes": self.limits.tmpfs_bytes,
+                "overlay_bytes": self.limits.overlay_bytes,
+            });
+            let argv = vec![
+                self.python.clone().into_os_string(),
+                "-m".into(),
+                WORKER_MODULE.into(),
+                format!("{OUT_DIR}/worker.json").into(),
+            ];
+            let mut spec = self.base_spec(argv);
+            spec.files.push(WriteFile {
+                path: format!("{OUT_DIR}/{WORKER_MODULE}.py").into(),
+                contents: WORKER.as_bytes().to_vec(),
+            });
+            spec.files.push(WriteFile {
+                path: format!("{OUT_DIR}/worker.json").into(),
+                contents: setup.to_string().into_bytes(),
+            });
+            // The worker lives as long as the pool; each candidate has its own limits.
+            spec.limits.wall = Duration::from_secs(u64::from(u32::MAX));
+            spec.limits.cpu_secs = u64::from(u32::MAX);
+            spec
+        };
+        let req = Request {
+            files: &self.files,
+            targets: &self.targets,
+            workdir: Path::new(""),
+            writable: &writable,
+            collect: &collect,
+            collect_max_bytes: RunSpec::new(&self.repo, ["x"]).collect_max_bytes,
+            coverage_out: &cov_out,
+            limits: &self.limits,
+        };
+        match pool.run(sandbox, &key, worker_spec, &req) {
+            Ok(run) => Ok(self.verdict(run, CoverageReport::Lines)),
+            Err(why) => {
+                let mut r = self.run(sandbox)?;
+                let note = format!("ran cold: {why}");
+                r.message = Some(match r.message.take() {
+                    Some(m) => format!("{m} ({note})"),
+                    None => note,
+                });
+                Ok(r)
+            }
+        }
+    }
+
+    /// The verdict of a run of this invocation, cold or warm, from what it left.
+    fn verdict(&self, run: RunOutput, report: CoverageReport) -> PytestResult {
         let repo = self
             .repo
             .canonicalize()
@@ -186,7 +322,10 @@ impl PytestRun {
         // A coverage report that is missing or unreadable counts as no coverage, and says so.
         let (coverage, coverage_problem) = match run.files.get(1).map(|f| &f.content) {
             _ if self.cov_sources.is_empty() => (Vec::new(), None),
-            Some(Collected::Read { bytes, .. }) => match parse_cobertura(bytes, &repo) {
+            Some(Collected::Read { bytes, .. }) => match match report {
+                CoverageReport::Cobertura => parse_cobertura(bytes, &repo),
+                CoverageReport::Lines => parse_lines(bytes),
+            } {
                 Ok(c) => (c, None),
                 Err(e) => (
                     Vec::new(),
@@ -211,14 +350,28 @@ impl PytestRun {
                 message = Some(problem);
             }
         }
-        Ok(PytestResult {
+        PytestResult {
             outcome,
             tests: tests.unwrap_or_default(),
             coverage,
             message: report_problem.or(message).or(coverage_problem),
             run,
-        })
+        }
     }
+}
+
+/// The warm worker's coverage record: `{"path": [line, ...], ...}`, paths relative to the
+/// repository, in the order of the paths.
+fn parse_lines(bytes: &[u8]) -> Result<Vec<FileCoverage>, crate::report::ReportError> {
+    let files: std::collections::BTreeMap<String, Vec<u32>> = serde_json::from_slice(bytes)
+        .map_err(|e| crate::report::ReportError::Unreadable(e.to_string()))?;
+    Ok(files
+        .into_iter()
+        .map(|(path, lines)| FileCoverage {
+            path,
+            lines: LineRanges::from_lines(lines),
+        })
+        .collect())
 }
 
 /// The verdict of a pytest run from its exit status, the limit that ended it and its report.

@@ -32,6 +32,8 @@ pub enum ReportError {
     },
     #[error("empty report: no root element")]
     Empty,
+    #[error("unreadable coverage record: {0}")]
+    Unreadable(String),
     #[error("truncated report: it ends inside <{0}>")]
     Truncated(String),
     #[error(

@@ -3,7 +3,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::ffi::{OsStr, OsString};
 use std::fs::OpenOptions;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
@@ -239,7 +239,7 @@ impl Sandbox {
                         continue;
                     }
                     // A failure here is met again, and reported, by the run that needs it.
-                    if let Ok(p) = prepare(&for_preparer, &key) {
+                    if let Ok(p) = prepare(&for_preparer, &key, false) {
                         let mut pool = for_preparer.pool.lock().unwrap_or_else(|e| e.into_inner());
                         let slot = pool.entry(key).or_default();
                         if slot.len() < POOL_DEPTH {
@@ -279,6 +279,71 @@ impl Sandbox {
     /// Runs `spec` to the end. A payload that fails, crashes or hits a limit is an `Ok`; an
     /// `Err` means the run could not be carried out (bad spec, host problem, command missing).
     pub fn run(&self, spec: &RunSpec) -> Result<RunOutput, SandboxError> {
+        let (repo, binds) = checked(spec)?;
+        let overlay = !self.overlay_unavailable.load(Ordering::Relaxed) && sfs::overlay_safe(&repo);
+        if overlay {
+            match self.run_view(spec, &repo, &binds, RepoView::Overlay) {
+                Err(RunError::OverlayFailed) => {
+                    self.overlay_unavailable.store(true, Ordering::Relaxed);
+                }
+                other => return other.map_err(RunError::into_sandbox),
+            }
+        }
+        self.run_view(spec, &repo, &binds, RepoView::Copy)
+            .map_err(RunError::into_sandbox)
+    }
+
+    /// Starts the supervisor of a warm worker ([`crate::worker`]): `spec` is run as a
+    /// payload that keeps uid 0 and the capabilities of the run's user namespace, with a
+    /// pipe for stdin, and is not waited for. It needs an overlay view of the repository
+    /// (the worker stacks one overlay per candidate on it).
+    pub(crate) fn start_worker(&self, spec: &RunSpec) -> Result<WorkerProcess, SandboxError> {
+        let (repo, binds) = checked(spec)?;
+        if self.overlay_unavailable.load(Ordering::Relaxed) || !sfs::overlay_safe(&repo) {
+            return Err(SandboxError::InvalidSpec(
+                "a warm worker needs an overlay view of the repository".into(),
+            ));
+        }
+        let key = layout_key(&repo, &binds, RepoView::Overlay, &spec.limits);
+        let Prepared {
+            running,
+            cgroup,
+            netns,
+            host_uid,
+            ..
+        } = prepare(&self.shared, &key, true).map_err(RunError::into_sandbox)?;
+        let root = running.root();
+        let repo_fd = open_path(&root.join(repo.strip_prefix("/").unwrap_or(&repo)))?;
+        fill_view(spec, repo_fd.as_raw_fd(), host_uid)?;
+        let mut plan = exec_plan(spec, &repo, self.shared.cgroups.backend())?;
+        plan.privileged = true;
+        let mut running = running;
+        running.start_payload(&plan)?;
+        Ok(WorkerProcess {
+            running,
+            cgroup,
+            _netns: netns,
+            host_uid,
+            backend: self.shared.cgroups.backend(),
+        })
+    }
+}
+
+/// A started warm worker's supervisor and what it holds. Fields drop in order: the
+/// supervisor (and so the worker and its children) is killed and reaped before its cgroups
+/// are removed.
+#[derive(Debug)]
+pub(crate) struct WorkerProcess {
+    pub(crate) running: spawn::Running,
+    pub(crate) cgroup: RunCgroup,
+    _netns: Option<NetnsLease>,
+    pub(crate) host_uid: u32,
+    pub(crate) backend: LimitBackend,
+}
+
+/// The repository and binds of a spec, canonical, once the spec is checked.
+fn checked(spec: &RunSpec) -> Result<(PathBuf, Vec<PathBuf>), SandboxError> {
+    {
         if spec.argv.is_empty() {
             return Err(SandboxError::InvalidSpec("the command is empty".into()));
         }
@@ -313,19 +378,41 @@ impl Sandbox {
                     .map_err(|e| SandboxError::io("binding", b, e))
             })
             .collect::<Result<Vec<_>, _>>()?;
-        let overlay = !self.overlay_unavailable.load(Ordering::Relaxed) && sfs::overlay_safe(&repo);
-        if overlay {
-            match self.run_view(spec, &repo, &binds, RepoView::Overlay) {
-                Err(RunError::OverlayFailed) => {
-                    self.overlay_unavailable.store(true, Ordering::Relaxed);
-                }
-                other => return other.map_err(RunError::into_sandbox),
-            }
-        }
-        self.run_view(spec, &repo, &binds, RepoView::Copy)
-            .map_err(RunError::into_sandbox)
+        Ok((repo, binds))
     }
+}
 
+/// The layout a run of `limits` with this repository, binds and view is built with.
+fn layout_key(repo: &Path, binds: &[PathBuf], view: RepoView, limits: &Limits) -> LayoutKey {
+    LayoutKey {
+        repo: repo.to_path_buf(),
+        binds: binds.to_vec(),
+        view,
+        overlay_bytes: limits.overlay_bytes,
+        tmpfs_bytes: limits.tmpfs_bytes,
+        memory_bytes: limits.memory_bytes,
+        pids: limits.pids,
+        // Negative and NaN become 0: no cap, as they mean in `Limits`.
+        cpu_millis: (limits.cpus * 1000.0).round() as u64,
+    }
+}
+
+/// Writes a spec's files into a run's view of the repository (`repo_fd`) and makes its
+/// working and writable folders the sandbox user's.
+fn fill_view(spec: &RunSpec, fd: RawFd, host_uid: u32) -> Result<(), SandboxError> {
+    for f in &spec.files {
+        sfs::write_beneath(fd, &f.path, &f.contents, host_uid)
+            .map_err(|e| SandboxError::io("writing", &f.path, e))?;
+    }
+    for d in std::iter::once(&spec.workdir).chain(&spec.writable_dirs) {
+        if !d.as_os_str().is_empty() {
+            sfs::make_writable(fd, d, host_uid).map_err(|e| SandboxError::io("preparing", d, e))?;
+        }
+    }
+    Ok(())
+}
+
+impl Sandbox {
     fn run_view(
         &self,
         spec: &RunSpec,
@@ -335,17 +422,7 @@ impl Sandbox {
     ) -> Result<RunOutput, RunError> {
         let limits = &spec.limits;
         let plan = exec_plan(spec, repo, self.shared.cgroups.backend())?;
-        let key = LayoutKey {
-            repo: repo.to_path_buf(),
-            binds: binds.to_vec(),
-            view,
-            overlay_bytes: limits.overlay_bytes,
-            tmpfs_bytes: limits.tmpfs_bytes,
-            memory_bytes: limits.memory_bytes,
-            pids: limits.pids,
-            // Negative and NaN become 0: no cap, as they mean in `Limits`.
-            cpu_millis: (limits.cpus * 1000.0).round() as u64,
-        };
+        let key = layout_key(repo, binds, view, limits);
         let pooled = self.take_prepared(&key);
         let hit = pooled.is_some();
         let Prepared {
@@ -356,7 +433,7 @@ impl Sandbox {
             ..
         } = match pooled {
             Some(p) => p,
-            None => prepare(&self.shared, &key)?,
+            None => prepare(&self.shared, &key, false)?,
         };
         let repeat = hit
             || !self
@@ -378,16 +455,7 @@ impl Sandbox {
                 .map_err(|e| SandboxError::io("copying the repository into", repo, e))?;
         }
         let fd = repo_fd.as_raw_fd();
-        for f in &spec.files {
-            sfs::write_beneath(fd, &f.path, &f.contents, host_uid)
-                .map_err(|e| SandboxError::io("writing", &f.path, e))?;
-        }
-        for d in std::iter::once(&spec.workdir).chain(&spec.writable_dirs) {
-            if !d.as_os_str().is_empty() {
-                sfs::make_writable(fd, d, host_uid)
-                    .map_err(|e| SandboxError::io("preparing", d, e))?;
-            }
-        }
+        fill_view(spec, fd, host_uid)?;
         let mut fin = running.run(&plan, limits.wall, limits.output_bytes)?;
         // Every process of the run is gone, so the cgroup's counters are final.
         let stats = cgroup.stats();
@@ -475,7 +543,7 @@ impl Sandbox {
 }
 
 /// Clones a supervisor for `key`, puts it in fresh cgroups and lets it build its root.
-fn prepare(shared: &Arc<Shared>, key: &LayoutKey) -> Result<Prepared, RunError> {
+fn prepare(shared: &Arc<Shared>, key: &LayoutKey, stdin_pipe: bool) -> Result<Prepared, RunError> {
     let seq = RUN_SEQ.fetch_add(1, Ordering::Relaxed);
     let host_uid =
         HOST_UID_BASE + ((u64::from(std::process::id()) * 4099 + seq) % HOST_UID_SPAN) as u32;
@@ -523,7 +591,9 @@ fn prepare(shared: &Arc<Shared>, key: &LayoutKey) -> Result<Prepared, RunError> 
             source: e,
         })?;
     let netns_fd = netns.as_ref().and_then(NetnsLease::raw);
-    let running = match spawn::start(&plan, host_uid, netns_fd, |pid| cgroup.attach(pid)) {
+    let running = match spawn::start(&plan, host_uid, netns_fd, stdin_pipe, |pid| {
+        cgroup.attach(pid)
+    }) {
         Ok(r) => r,
         // The repository went away while the root was built (a preparer's root for a run
         // that does not come): not a verdict on the file system.
@@ -539,7 +609,7 @@ fn prepare(shared: &Arc<Shared>, key: &LayoutKey) -> Result<Prepared, RunError> 
             // This file system takes no idmapped overlay layer: go on without.
             shared.idmap_unavailable.store(true, Ordering::Relaxed);
             drop(cgroup);
-            return prepare(shared, key);
+            return prepare(shared, key, stdin_pipe);
         }
         Err(StartError::Op(i, _)) if i == repo_op && key.view == RepoView::Overlay => {
             return Err(RunError::OverlayFailed)
@@ -660,11 +730,12 @@ fn exec_plan(spec: &RunSpec, repo: &Path, backend: LimitBackend) -> Result<ExecP
             })
             .collect::<Result<_, _>>()?,
         rlimits: rlimits(&spec.limits, backend),
+        privileged: false,
     })
 }
 
 /// The limit that ended a run, judged from how it ended and what the cgroups counted.
-fn decide_limit(
+pub(crate) fn decide_limit(
     timed_out: bool,
     exit: ExitStatus,
     stats: &CgroupStats,

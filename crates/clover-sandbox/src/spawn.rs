@@ -310,6 +310,10 @@ pub(crate) struct ExecPlan {
     pub(crate) argv: Vec<CString>,
     pub(crate) env: Vec<CString>,
     pub(crate) rlimits: Vec<(libc::__rlimit_resource_t, u64, u64)>,
+    /// The payload keeps uid 0 of the run's user namespace and its capabilities there (none
+    /// on the host): the warm worker, which makes a namespace of its own for every child it
+    /// runs a candidate in, and drops them in that child. Everything else still applies.
+    pub(crate) privileged: bool,
 }
 
 const MAX_RLIMITS: usize = 16;
@@ -329,6 +333,7 @@ struct ExecHeader {
     candidate_count: usize,
     rlimit_count: usize,
     rlimits: [[u64; 3]; MAX_RLIMITS],
+    privileged: usize,
 }
 
 /// A `MAP_SHARED` anonymous mapping shared by the caller and its supervisor (and, until it
@@ -426,6 +431,7 @@ impl ExecArea {
             candidate_count: plan.exec_candidates.len(),
             rlimit_count: plan.rlimits.len(),
             rlimits,
+            privileged: usize::from(plan.privileged),
         };
         // SAFETY: the mapping is page-aligned and larger than the header.
         unsafe { (self.ptr as *mut ExecHeader).write(header) };
@@ -784,19 +790,27 @@ unsafe fn payload(exec: *const ExecHeader, fds: ChildFds) -> ! {
         libc::sigemptyset(&mut empty);
         libc::sigprocmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut());
         libc::setsid();
-        // No capabilities are left after the uid change; empty the bounding set as well (it
-        // needs CAP_SETPCAP, so before), so that no exec can bring any back.
-        for cap in 0..64 {
-            libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0);
+        // The run starts: the caller has written the run's files and the exec area.
+        if read_byte(fds.ctl) != Some(2) {
+            libc::_exit(1);
         }
-        // Raw syscalls: glibc's wrappers would try to change the credentials of every thread
-        // it believes exists — the caller's, which are not here — and wait for them forever.
-        let id = SANDBOX_ID as libc::c_long;
-        if libc::syscall(libc::SYS_setgroups, 0, std::ptr::null::<libc::gid_t>()) != 0
-            || libc::syscall(libc::SYS_setresgid, id, id, id) != 0
-            || libc::syscall(libc::SYS_setresuid, id, id, id) != 0
-        {
-            fail(errno());
+        let plan = &*exec;
+        if plan.privileged == 0 {
+            // No capabilities are left after the uid change; empty the bounding set as well
+            // (it needs CAP_SETPCAP, so before), so that no exec can bring any back.
+            for cap in 0..64 {
+                libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0);
+            }
+            // Raw syscalls: glibc's wrappers would try to change the credentials of every
+            // thread it believes exists — the caller's, which are not here — and wait for
+            // them forever.
+            let id = SANDBOX_ID as libc::c_long;
+            if libc::syscall(libc::SYS_setgroups, 0, std::ptr::null::<libc::gid_t>()) != 0
+                || libc::syscall(libc::SYS_setresgid, id, id, id) != 0
+                || libc::syscall(libc::SYS_setresuid, id, id, id) != 0
+            {
+                fail(errno());
+            }
         }
         // A session keyring of the run's own (as runc does): the caller's, inherited through
         // the clone, may hold its secrets, and one shared by runs would carry keys between
@@ -828,11 +842,6 @@ unsafe fn payload(exec: *const ExecHeader, fds: ChildFds) -> ! {
                 fail(errno());
             }
         }
-        // The run starts: the caller has written the run's files and the exec area.
-        if read_byte(fds.ctl) != Some(2) {
-            libc::_exit(1);
-        }
-        let plan = &*exec;
         // Lowering limits needs no privilege (raising a hard limit never worked here: that
         // takes CAP_SYS_RESOURCE in the host's user namespace).
         for &[res, soft, hard] in &plan.rlimits[..plan.rlimit_count.min(MAX_RLIMITS)] {
@@ -913,6 +922,8 @@ pub(crate) struct Running {
     status: OwnedFd,
     out: OwnedFd,
     err: OwnedFd,
+    /// The write end of the payload's stdin, when it is a pipe.
+    stdin: Option<OwnedFd>,
     exec: ExecArea,
     reaped: bool,
 }
@@ -1023,6 +1034,7 @@ pub(crate) fn start(
     plan: &ChildPlan,
     host_uid: u32,
     netns: Option<RawFd>,
+    stdin_pipe: bool,
     attach: impl FnOnce(libc::pid_t) -> io::Result<()>,
 ) -> Result<Running, StartError> {
     let exec = ExecArea::new()?;
@@ -1030,8 +1042,15 @@ pub(crate) fn start(
     let (status_r, status_w) = pipe()?;
     let (out_r, out_w) = pipe()?;
     let (err_r, err_w) = pipe()?;
-    let devnull = std::fs::File::open("/dev/null")
-        .map_err(|e| SandboxError::io("opening", "/dev/null", e))?;
+    // The payload's stdin: nothing, or (for a worker) a pipe the caller writes requests to.
+    let (devnull, stdin_w) = if stdin_pipe {
+        let (r, w) = pipe()?;
+        (r, Some(w))
+    } else {
+        let null = std::fs::File::open("/dev/null")
+            .map_err(|e| SandboxError::io("opening", "/dev/null", e))?;
+        (OwnedFd::from(null), None)
+    };
     let fds = ChildFds {
         ctl: ctl_r.as_raw_fd(),
         status: status_w.as_raw_fd(),
@@ -1079,6 +1098,7 @@ pub(crate) fn start(
         status: status_r,
         out: out_r,
         err: err_r,
+        stdin: stdin_w,
         exec,
         reaped: false,
     };
@@ -1345,6 +1365,22 @@ impl Running {
             duration: end.unwrap_or_else(Instant::now) - start,
             cpu_time: Duration::from_micros(done.map_or(0, |d| d[2])),
         })
+    }
+
+    /// Lets a long-lived payload (a warm worker) start and returns at once: the caller talks
+    /// to it through its stdin ([`Running::requests`]) and stdout ([`Running::answers`]).
+    /// Dropping the `Running` kills it and everything it started.
+    pub(crate) fn start_payload(&mut self, plan: &ExecPlan) -> Result<(), SandboxError> {
+        self.exec.write(plan)?;
+        self.send_ctl(2)
+    }
+
+    pub(crate) fn requests(&self) -> Option<RawFd> {
+        self.stdin.as_ref().map(AsRawFd::as_raw_fd)
+    }
+
+    pub(crate) fn answers(&self) -> RawFd {
+        self.out.as_raw_fd()
     }
 
     fn kill_and_signal_only(&self) {

@@ -1,0 +1,683 @@
+"""clover's warm pytest worker: one per repository, interpreter and pytest setting, inside the
+sandbox; every candidate runs in a fresh child forked from it.
+
+Started as the payload of a sandbox run that keeps uid 0 of the run's user namespace (and so
+the capabilities to make namespaces and mounts in it, none on the host), this process does
+what a cold `python -m pytest` run does up to its first test: starts coverage.py (when the
+setting measures), configures pytest with the same arguments, loads the initial conftests
+and starts the session. Then it freezes its heap and serves requests, one at a time, from
+the host (length-prefixed JSON on the descriptor that was stdin; answers on the one that was
+stdout):
+
+  zygote ── fork ──> C: new mount, pid, network and IPC namespaces; a fresh overlay over the
+                        repository (the worker's view is its lower layer), fresh /tmp and
+                        /dev/shm; writes the candidate's files; waits for G under the wall
+                        clock; reads the reports back without following symlinks; answers
+                     G: pid 1 of the new pid namespace: mounts its /proc, reaps, and kills
+                        whatever is left when the runner ends (as the cold supervisor does)
+                     H: the runner: limits, its own session, uid/gid 65534 with every
+                        capability gone; collects and runs the candidate's targets in the
+                        forked pytest session; writes the JUnit report (pytest's plugin),
+                        the session record (clover's plugin) and the lines coverage.py saw
+
+So each candidate starts from the same state — the one a cold run has reached when it starts
+collecting — and whatever it does to modules, globals or files dies with its processes. The
+seccomp filter, `no_new_privs` and the session keyring of the worker (set by the sandbox
+before this interpreter started) hold for every child.
+"""
+
+import ctypes
+import gc
+import json
+import os
+import resource
+import select
+import signal
+import socket
+import struct
+import sys
+import time
+import traceback
+
+CLONE_NEWNS = 0x00020000
+CLONE_NEWIPC = 0x08000000
+CLONE_NEWPID = 0x20000000
+CLONE_NEWNET = 0x40000000
+MS_NOSUID = 2
+MS_NODEV = 4
+MS_NOEXEC = 8
+MS_REC = 0x4000
+MS_PRIVATE = 1 << 18
+PR_SET_PDEATHSIG = 1
+PR_CAPBSET_DROP = 24
+SIOCGIFFLAGS = 0x8913
+SIOCSIFFLAGS = 0x8914
+IFF_UP = 1
+SANDBOX_ID = 65534
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.mount.argtypes = [ctypes.c_char_p] * 3 + [ctypes.c_ulong, ctypes.c_char_p]
+_libc.umount2.argtypes = [ctypes.c_char_p, ctypes.c_int]
+
+
+def _check(r, what):
+    if r != 0:
+        e = ctypes.get_errno()
+        raise OSError(e, "%s: %s" % (what, os.strerror(e)))
+
+
+def _mount(src, target, fstype, flags, data):
+    _check(
+        _libc.mount(
+            src.encode() if src else None,
+            target.encode(),
+            fstype.encode() if fstype else None,
+            flags,
+            data.encode() if data else None,
+        ),
+        "mount %s on %s" % (fstype or src, target),
+    )
+
+
+def _prctl(option, arg):
+    _check(_libc.prctl(option, ctypes.c_ulong(arg), 0, 0, 0), "prctl %d" % option)
+
+
+def _read_frame(fd):
+    head = _read_exact(fd, 4)
+    if head is None:
+        return None
+    (n,) = struct.unpack(">I", head)
+    body = _read_exact(fd, n)
+    if body is None:
+        return None
+    return json.loads(body)
+
+
+def _read_exact(fd, n):
+    parts = []
+    while n:
+        b = os.read(fd, min(n, 1 << 20))
+        if not b:
+            return None
+        parts.append(b)
+        n -= len(b)
+    return b"".join(parts)
+
+
+def _write_frame(fd, obj):
+    body = json.dumps(obj, separators=(",", ":")).encode()
+    data = struct.pack(">I", len(body)) + body
+    while data:
+        n = os.write(fd, data)
+        data = data[n:]
+
+
+def _latin1(b):
+    # Bytes as a JSON string, one character per byte; the host reads them back the same way.
+    return b.decode("latin-1")
+
+
+class HeadTail:
+    """The first half of `cap` bytes of a stream and the last half, the rest counted (as the
+    host keeps a cold run's streams)."""
+
+    def __init__(self, cap):
+        self.head_cap = cap // 2
+        self.tail_cap = cap - self.head_cap
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.total = 0
+
+    def push(self, b):
+        self.total += len(b)
+        room = self.head_cap - len(self.head)
+        if room > 0:
+            self.head += b[:room]
+            b = b[room:]
+        if b and self.tail_cap:
+            self.tail += b
+            if len(self.tail) > 2 * self.tail_cap:
+                del self.tail[: len(self.tail) - self.tail_cap]
+
+    def answer(self):
+        return {
+            "head": _latin1(bytes(self.head)),
+            "tail": _latin1(bytes(self.tail[-self.tail_cap :] if self.tail_cap else b"")),
+            "total": self.total,
+        }
+
+
+class Zygote:
+    def __init__(self, setup):
+        self.setup = setup
+        self.repo = setup["repo"]
+        self.cov = None
+        # The streams pytest writes to while it configures go nowhere (what goes wrong comes
+        # back in the answer), and the channel to the host moves clear of them: no descriptor
+        # pytest or a plugin duplicates now (capture, faulthandler) leads to the host.
+        self.requests = os.dup(0)
+        self.answers = os.dup(1)
+        null = os.open("/dev/null", os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(null, fd)
+        os.close(null)
+
+    def warm(self):
+        """What a cold run does before it collects: coverage first (as pytest-cov starts it
+        before any conftest is imported), then pytest's configuration and session start."""
+        import pytest
+        from _pytest.config import _prepareconfig
+        from _pytest.main import Session
+
+        zygote = self
+
+        class StartCoverage:
+            # Where pytest-cov starts it in a cold run: first thing when the initial conftests
+            # are about to load, after pytest and its plugins were imported.
+            @pytest.hookimpl(tryfirst=True)
+            def pytest_load_initial_conftests(self, early_config, parser, args):
+                rc = zygote.setup.get("coveragerc")
+                if rc:
+                    import coverage
+
+                    zygote.cov = coverage.Coverage(config_file=rc, data_file=None)
+                    zygote.cov.start()
+
+        self.config = _prepareconfig(list(self.setup["args"]), plugins=[StartCoverage()])
+        self.config._do_configure()
+        self.session = Session.from_config(self.config)
+        self.session.exitstatus = 0
+        self.config.hook.pytest_sessionstart(session=self.session)
+        if self.cov is not None:
+            # Every file coverage could report on is parsed here once, so that a child only
+            # maps its lines (coverage.py parses a file anew for every report).
+            self.reporters = {}
+            from coverage.python import PythonFileReporter
+
+            for src in self.setup.get("sources", []):
+                src = os.path.join(self.repo, src)
+                files = [src] if os.path.isfile(src) else []
+                for d, _, names in os.walk(src):
+                    files += [os.path.join(d, n) for n in names if n.endswith(".py")]
+                for f in sorted(files):
+                    key = os.path.realpath(f)
+                    try:
+                        fr = PythonFileReporter(key, self.cov)
+                        fr.lines()
+                    except Exception:
+                        continue
+                    self.reporters[key] = fr
+        # Bytecode for the package under test, compiled once here into the worker's view (so
+        # every candidate's view has it): a cold run compiles each module it imports anew.
+        # Same code objects, same lines; coverage does not tell them apart.
+        import compileall
+
+        for src in self.setup.get("sources", []):
+            path = os.path.join(self.repo, src)
+            if os.path.isdir(path):
+                compileall.compile_dir(path, quiet=2)
+            elif os.path.isfile(path):
+                compileall.compile_file(path, quiet=2)
+        import threading
+
+        if threading.active_count() != 1:
+            raise RuntimeError(
+                "pytest's start left %d threads running; a fork would not copy them"
+                % (threading.active_count() - 1)
+            )
+        gc.collect()
+        gc.freeze()
+
+    def rootdir(self):
+        return (str(self.config.rootpath), str(self.config.inipath or ""))
+
+    def serve(self):
+        _write_frame(self.answers, {"ready": True, "pid": os.getpid()})
+        # The next candidate's supervisor is made (namespaces, mounts, loopback) while the
+        # host reads the last answer: only its files and its run are left for the request.
+        pending = self.supervisor()
+        while True:
+            head = _read_exact(self.requests, 4)
+            body = head and _read_exact(self.requests, struct.unpack(">I", head)[0])
+            pid, req_w, ans_r = pending
+            if not body:
+                os.close(req_w)
+                os.close(ans_r)
+                os.waitpid(pid, 0)
+                return
+            self._write_all(req_w, head + body)
+            os.close(req_w)
+            with os.fdopen(ans_r, "rb") as f:
+                answer = f.read()
+            os.waitpid(pid, 0)
+            # The answer is passed on as it is: the supervisor holds no descriptor of the
+            # channel, so a candidate can neither write to it nor read requests.
+            if answer:
+                self._write_all(self.answers, answer)
+            else:
+                _write_frame(self.answers, {"fatal": "the candidate's supervisor died"})
+            pending = self.supervisor()
+
+    def supervisor(self):
+        """Forks C, which prepares a candidate's namespaces and view and then waits for it."""
+        req_r, req_w = os.pipe()
+        ans_r, ans_w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                for fd in (req_w, ans_r, self.requests, self.answers):
+                    os.close(fd)
+                _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+                problem = None
+                try:
+                    self.prepare_view()
+                except Exception:
+                    problem = traceback.format_exc()
+                req = _read_frame(req_r)
+                if req is None:
+                    code = 0
+                elif problem:
+                    _write_frame(ans_w, {"fatal": problem})
+                else:
+                    code = self.candidate(req, ans_w)
+            except BaseException:
+                try:
+                    _write_frame(ans_w, {"fatal": traceback.format_exc()})
+                except BaseException:
+                    pass
+            finally:
+                os._exit(code)
+        os.close(req_r)
+        os.close(ans_w)
+        return pid, req_w, ans_r
+
+    @staticmethod
+    def _write_all(fd, data):
+        while data:
+            n = os.write(fd, data)
+            data = data[n:]
+
+    # --- C: the candidate's supervisor -------------------------------------------------
+
+    def prepare_view(self):
+        setup = self.setup
+        _check(
+            _libc.unshare(CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC),
+            "unshare",
+        )
+        _mount(None, "/", None, MS_REC | MS_PRIVATE, None)
+        repo = self.repo
+        # The worker's view of the repository is the lower layer of the candidate's; it is
+        # held by descriptor, as the mounts below cover its path (the repository may lie
+        # under /tmp).
+        lower = os.open(repo, os.O_PATH | os.O_DIRECTORY)
+        _mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "size=%d,mode=1777" % setup["tmpfs_bytes"])
+        os.mkdir("/tmp/home", 0o700)
+        os.chown("/tmp/home", SANDBOX_ID, SANDBOX_ID)
+        _mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "size=%d,mode=1777" % setup["tmpfs_bytes"])
+        os.makedirs(repo, 0o755, exist_ok=True)
+        # The upper layer: a tmpfs of its own on the repository's path, which the overlay
+        # then covers, so only the overlay reaches it.
+        _mount("tmpfs", repo, "tmpfs", MS_NOSUID | MS_NODEV, "size=%d,mode=755" % setup["overlay_bytes"])
+        os.mkdir(os.path.join(repo, "upper"), 0o755)
+        os.mkdir(os.path.join(repo, "work"), 0o700)
+        upper = os.open(repo, os.O_PATH | os.O_DIRECTORY)
+        _mount(
+            "overlay",
+            repo,
+            "overlay",
+            MS_NOSUID | MS_NODEV,
+            "lowerdir=/proc/self/fd/%d,upperdir=/proc/self/fd/%d/upper,workdir=/proc/self/fd/%d/work"
+            % (lower, upper, upper),
+        )
+        os.close(lower)
+        os.close(upper)
+        os.chown(repo, SANDBOX_ID, SANDBOX_ID)
+        self._loopback_up()
+
+    def candidate(self, req, answer_fd):
+        """C, once its candidate came: writes the files, runs it, answers."""
+        lim = req["limits"]
+        repo = self.repo
+        out_r, out_fd = os.pipe()
+        err_r, err_fd = os.pipe()
+        for f in req["files"]:
+            path = os.path.join(repo, f["path"])
+            self._makedirs(os.path.dirname(path))
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+            with os.fdopen(fd, "wb") as out:
+                out.write(f["data"].encode("latin-1"))
+            os.chown(path, SANDBOX_ID, SANDBOX_ID)
+        for d in [req["workdir"]] + req["writable"]:
+            if d:
+                path = os.path.join(repo, d)
+                self._makedirs(path)
+                os.chown(path, SANDBOX_ID, SANDBOX_ID)
+        start = time.monotonic()
+        g = os.fork()
+        if g == 0:
+            try:
+                os.close(answer_fd)
+                os.close(out_r)
+                os.close(err_r)
+                self.init(req, out_fd, err_fd)
+            except BaseException:
+                try:
+                    os.write(err_fd, traceback.format_exc().encode())
+                except BaseException:
+                    pass
+            finally:
+                os._exit(127)
+        os.close(out_fd)
+        os.close(err_fd)
+        deadline = start + lim["wall_ms"] / 1000.0
+        captured = {}
+        streams = {out_r: HeadTail(lim["output_bytes"]), err_r: HeadTail(lim["output_bytes"])}
+        poller = select.poll()
+        for fd in streams:
+            poller.register(fd, select.POLLIN)
+        timed_out = False
+        status = rusage = None
+        # Until the runner's streams close (every process of the candidate is gone, as pid 1
+        # kills the rest) and pid 1 is reaped; the wall clock kills pid 1, and so all.
+        while streams or status is None:
+            now = time.monotonic()
+            if not timed_out and now >= deadline:
+                os.kill(g, signal.SIGKILL)
+                timed_out = True
+            if status is None:
+                pid, st, ru = os.wait4(g, os.WNOHANG)
+                if pid == g:
+                    status, rusage = st, ru
+                    continue
+            if not streams:
+                time.sleep(0.001)
+                continue
+            wait = 1000 if timed_out else max(1, min(1000, int((deadline - now) * 1000)))
+            for fd, _ in poller.poll(wait if status is not None else min(wait, 5)):
+                b = os.read(fd, 65536)
+                if b:
+                    streams[fd].push(b)
+                else:
+                    poller.unregister(fd)
+                    os.close(fd)
+                    captured[fd == err_r] = streams.pop(fd)
+        duration = time.monotonic() - start
+        answer = {
+            "status": status,
+            "timed_out": timed_out,
+            "duration_us": int(duration * 1e6),
+            "cpu_us": int((rusage.ru_utime + rusage.ru_stime) * 1e6),
+            "maxrss_kib": rusage.ru_maxrss,
+            "stdout": captured[False].answer(),
+            "stderr": captured[True].answer(),
+            "files": [self._collect(p, req["collect_max_bytes"]) for p in req["collect"]],
+            "disk_full": any(self._full(p) for p in (repo, "/tmp")),
+        }
+        _write_frame(answer_fd, answer)
+        os.close(answer_fd)
+        return 0
+
+    def _makedirs(self, path):
+        if os.path.isdir(path):
+            return
+        self._makedirs(os.path.dirname(path))
+        os.mkdir(path, 0o755)
+        os.chown(path, SANDBOX_ID, SANDBOX_ID)
+
+    def _loopback_up(self):
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        try:
+            import fcntl
+
+            req = struct.pack("16sh22x", b"lo", 0)
+            flags = struct.unpack("16sh22x", fcntl.ioctl(s, SIOCGIFFLAGS, req))[1]
+            fcntl.ioctl(s, SIOCSIFFLAGS, struct.pack("16sh22x", b"lo", flags | IFF_UP))
+        finally:
+            s.close()
+
+    def _collect(self, rel, cap):
+        """A report read back the way the host reads a cold run's: from the repository down,
+        no symlink followed, regular files only, at most `cap` bytes."""
+        parts = [p for p in rel.split("/") if p]
+        try:
+            fd = os.open(self.repo, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        except OSError as e:
+            return {"path": rel, "refused": str(e)}
+        try:
+            for i, p in enumerate(parts):
+                last = i == len(parts) - 1
+                flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | (0 if last else os.O_DIRECTORY)
+                try:
+                    nfd = os.open(p, flags, dir_fd=fd)
+                except FileNotFoundError:
+                    return {"path": rel, "missing": True}
+                except OSError as e:
+                    return {"path": rel, "refused": "%s: %s" % (p, e.strerror)}
+                os.close(fd)
+                fd = nfd
+            import stat
+
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                return {"path": rel, "refused": "not a regular file"}
+            data = b""
+            while len(data) < cap:
+                b = os.read(fd, min(1 << 20, cap - len(data)))
+                if not b:
+                    break
+                data += b
+            return {"path": rel, "data": data.decode("latin-1"), "truncated": st.st_size > cap}
+        finally:
+            os.close(fd)
+
+    def _full(self, path):
+        st = os.statvfs(path)
+        free, size = st.f_bavail * st.f_frsize, st.f_blocks * st.f_frsize
+        return free <= max(size // 100, 64 * 1024)
+
+    # --- G: pid 1 of the candidate's pid namespace -------------------------------------
+
+    def init(self, req, out_fd, err_fd):
+        _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "hidepid=2")
+        h = os.fork()
+        if h == 0:
+            code = 3
+            try:
+                code = self.runner(req, out_fd, err_fd)
+                sys.stdout.flush()
+                sys.stderr.flush()
+            except BaseException:
+                traceback.print_exc()
+            finally:
+                os._exit(code)
+        os.close(out_fd)
+        os.close(err_fd)
+        status = 0
+        while True:
+            try:
+                pid, st = os.waitpid(-1, 0)
+            except ChildProcessError:
+                break
+            except InterruptedError:
+                continue
+            if pid == h:
+                status = st
+                try:
+                    os.kill(-1, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+        if os.WIFEXITED(status):
+            os._exit(os.WEXITSTATUS(status))
+        # The runner's signal, passed on the only way pid 1 can: as its own death.
+        sig = os.WTERMSIG(status) if os.WIFSIGNALED(status) else signal.SIGKILL
+        signal.signal(sig, signal.SIG_DFL)
+        os.kill(os.getpid(), sig)
+        os._exit(128 + sig)
+
+    # --- H: the runner -----------------------------------------------------------------
+
+    def runner(self, req, out_fd, err_fd):
+        _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        lim = req["limits"]
+        null = os.open("/dev/null", os.O_RDONLY)
+        os.dup2(null, 0)
+        os.dup2(out_fd, 1)
+        os.dup2(err_fd, 2)
+        for fd in (null, out_fd, err_fd):
+            os.close(fd)
+        self.own_descriptors()
+        os.setsid()
+        with open("/proc/self/oom_score_adj", "w") as f:
+            f.write("1000")
+        for res, v in (
+            (resource.RLIMIT_CPU, lim["cpu_secs"]),
+            (resource.RLIMIT_FSIZE, lim["file_size_bytes"]),
+            (resource.RLIMIT_NOFILE, lim["open_files"]),
+            (resource.RLIMIT_NPROC, lim["pids"]),
+            (resource.RLIMIT_CORE, 0),
+        ):
+            soft, hard = resource.getrlimit(res)
+            v = v if hard == resource.RLIM_INFINITY else min(v, hard)
+            resource.setrlimit(res, (v, v))
+        for cap in range(64):
+            _libc.prctl(PR_CAPBSET_DROP, ctypes.c_ulong(cap), 0, 0, 0)
+        os.setgroups([])
+        os.setresgid(SANDBOX_ID, SANDBOX_ID, SANDBOX_ID)
+        os.setresuid(SANDBOX_ID, SANDBOX_ID, SANDBOX_ID)
+        os.umask(0o022)
+        os.environ["HOME"] = "/tmp/home"
+        os.chdir(os.path.join(self.repo, req["workdir"]))
+        return self.run_pytest(req)
+
+    def own_descriptors(self):
+        """Points the descriptors pytest set up in the zygote at this candidate's own: the
+        ones its capture restores after each test and faulthandler writes to (the zygote's
+        /dev/null) at its streams, and the files capture collects output in (shared with the
+        zygote and so with every other candidate) at fresh ones."""
+        import tempfile
+
+        from _pytest.faulthandler import fault_handler_stderr_fd_key
+
+        capman = self.config.pluginmanager.getplugin("capturemanager")
+        capturing = getattr(capman, "_global_capturing", None)
+        for cap, target in ((getattr(capturing, "out", None), 1), (getattr(capturing, "err", None), 2)):
+            saved = getattr(cap, "targetfd_save", None)
+            if isinstance(saved, int):
+                os.dup2(target, saved)
+            tmpfile = getattr(cap, "tmpfile", None)
+            if tmpfile is not None and hasattr(tmpfile, "fileno"):
+                try:
+                    fd = tmpfile.fileno()
+                except (OSError, ValueError):
+                    continue
+                with tempfile.TemporaryFile() as fresh:
+                    os.dup2(fresh.fileno(), fd)
+        fd = self.config.stash.get(fault_handler_stderr_fd_key, None)
+        if isinstance(fd, int):
+            os.dup2(2, fd)
+
+    def run_pytest(self, req):
+        from _pytest import outcomes
+        from _pytest.config import ExitCode, UsageError
+
+        config, session = self.config, self.session
+        if self.rootdir_of(req["targets"]) != self.rootdir():
+            print("the candidate's rootdir differs from the worker's", file=sys.stderr)
+            return 4
+        config.args = list(req["targets"])
+        status = 0
+        try:
+            try:
+                config.hook.pytest_collection(session=session)
+                config.hook.pytest_runtestloop(session=session)
+                if session.testsfailed:
+                    status = ExitCode.TESTS_FAILED
+                elif session.testscollected == 0:
+                    status = ExitCode.NO_TESTS_COLLECTED
+            except UsageError:
+                status = ExitCode.USAGE_ERROR
+                raise
+            except outcomes.Failed:
+                status = ExitCode.TESTS_FAILED
+            except (KeyboardInterrupt, outcomes.Exit) as e:
+                status = ExitCode.INTERRUPTED
+                if isinstance(e, outcomes.Exit) and e.returncode is not None:
+                    status = e.returncode
+                import _pytest._code
+
+                config.hook.pytest_keyboard_interrupt(
+                    excinfo=_pytest._code.ExceptionInfo.from_current()
+                )
+            except BaseException:
+                import _pytest._code
+
+                status = ExitCode.INTERNAL_ERROR
+                config.notify_exception(_pytest._code.ExceptionInfo.from_current(), config.option)
+        finally:
+            if self.cov is not None:
+                self.cov.stop()
+            session.exitstatus = status
+            os.chdir(str(session.startpath))
+            try:
+                config.hook.pytest_sessionfinish(session=session, exitstatus=status)
+            except outcomes.Exit as e:
+                if e.returncode is not None:
+                    session.exitstatus = e.returncode
+            config._ensure_unconfigure()
+        if self.cov is not None:
+            self.write_coverage(req["coverage_out"])
+        return int(session.exitstatus)
+
+    def rootdir_of(self, targets):
+        from _pytest.config.findpaths import determine_setup
+
+        config = self.config
+        paths = [t.split("::")[0] for t in targets]
+        rootdir, inipath, _, _ = determine_setup(
+            inifile=config.option.inifilename,
+            override_ini=config.option.override_ini,
+            args=paths,
+            rootdir_cmd_arg=config.option.rootdir or None,
+            invocation_dir=config.invocation_params.dir,
+        )
+        return (str(rootdir), str(inipath or ""))
+
+    def write_coverage(self, rel):
+        """The lines coverage.py's XML report would mark as hit, per file, named as it names
+        them (relative to the repository, `relative_files`)."""
+        from coverage.python import PythonFileReporter
+
+        cov = self.cov
+        data = cov.get_data()
+        files = {}
+        for f in sorted(data.measured_files()):
+            fr = self.reporters.get(os.path.realpath(f)) or PythonFileReporter(f, cov)
+            try:
+                analysis = cov._analyze(f, file_reporter=fr)
+            except Exception:
+                continue
+            hit = sorted(analysis.statements - analysis.missing)
+            files[fr.relative_filename().replace("\\", "/")] = hit
+        with open(os.path.join(self.repo, rel), "w") as out:
+            json.dump(files, out)
+
+
+def main():
+    with open(sys.argv[1]) as f:
+        setup = json.load(f)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    z = Zygote(setup)
+    try:
+        z.warm()
+    except BaseException:
+        _write_frame(z.answers, {"fatal": traceback.format_exc()})
+        return
+    z.serve()
+
+
+if __name__ == "__main__":
+    main()

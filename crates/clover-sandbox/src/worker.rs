@@ -1,0 +1,360 @@
+//! Warm pytest workers: pytest, its plugins, coverage.py and the repository's initial
+//! conftests imported once per repository, interpreter and pytest setting, and a fresh child
+//! forked for every candidate.
+//!
+//! A worker is a sandbox run like any other (its own namespaces, root, cgroups and network),
+//! whose payload, `_clover_worker.py`, keeps uid 0 of the run's user namespace. It does what
+//! a cold `python -m pytest` does up to its first test, then serves candidates one at a time:
+//! each in a child with new mount, pid, network and IPC namespaces, a fresh overlay over the
+//! worker's view of the repository, fresh `/tmp` and `/dev/shm`, its own limits and wall
+//! clock, and uid 65534 with no capability left (the script's docs say how). So a candidate
+//! starts from the state a cold run has when it starts collecting, and whatever it does to
+//! modules, globals, files or processes dies with it.
+//!
+//! The verdict is made from what the child reports exactly as a cold run's: the JUnit report
+//! and pytest's session record, cross-checked with the exit status ([`crate::pytest`]). The
+//! lines coverage.py saw are read in the child (coverage.py's own analysis, the lines its
+//! XML report marks as hit) instead of through a Cobertura file. A candidate the worker
+//! cannot serve — no overlay, a worker that would not start, died, or a target whose pytest
+//! rootdir is not the worker's — runs cold, and the result says why.
+
+use std::collections::HashMap;
+use std::ffi::OsString;
+use std::io;
+use std::os::fd::RawFd;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::capture::HeadTail;
+use crate::sandbox::{decide_limit, WorkerProcess};
+use crate::spec::{Collected, CollectedFile, ExitStatus, Limits, RepoView, RunOutput, RunSpec};
+use crate::{Sandbox, WriteFile};
+
+/// The worker's program, written into its view beside clover's pytest plugin.
+pub(crate) const WORKER: &str = include_str!("_clover_worker.py");
+pub(crate) const WORKER_MODULE: &str = "_clover_worker";
+
+/// How long a worker may take to import and configure pytest before its first candidate.
+const WARM_UP: Duration = Duration::from_secs(120);
+/// Slack over a candidate's own wall clock before the host gives up on the worker (the
+/// worker enforces the wall clock itself; this only catches a worker that stopped answering).
+const ANSWER_SLACK: Duration = Duration::from_secs(30);
+
+/// Everything a worker is made from: candidates with equal keys can share workers.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct WorkerKey {
+    pub(crate) repo: PathBuf,
+    pub(crate) python: PathBuf,
+    pub(crate) env: Vec<(OsString, OsString)>,
+    /// The pytest arguments of the zygote, the target folders included (they decide the
+    /// rootdir and the initial conftests).
+    pub(crate) args: Vec<String>,
+    pub(crate) cov_sources: Vec<String>,
+    /// The limits the worker's root and cgroups are built with, as a cold run's.
+    pub(crate) memory_bytes: u64,
+    pub(crate) pids: u64,
+    pub(crate) cpu_millis: u64,
+    pub(crate) tmpfs_bytes: u64,
+    pub(crate) overlay_bytes: u64,
+}
+
+/// Why a candidate ran cold.
+#[derive(Debug, thiserror::Error)]
+pub enum ColdReason {
+    #[error("the warm worker could not start: {0}")]
+    Start(String),
+    #[error("the warm worker died while it ran the candidate")]
+    Died,
+    #[error("the warm worker stopped answering")]
+    Silent,
+    #[error("the warm worker could not serve the candidate: {0}")]
+    Refused(String),
+}
+
+/// One warm worker, idle or serving one candidate.
+struct Worker {
+    process: WorkerProcess,
+    /// Answers read ahead of the current frame.
+    buf: Vec<u8>,
+}
+
+/// Idle workers kept at most, over all keys: each holds an interpreter with pytest loaded
+/// (tens of MiB), and a stage whose candidates live in many folders would otherwise keep one
+/// per folder and job.
+const MAX_IDLE: usize = 8;
+
+/// Warm workers, by what they were made from, kept for the life of the pool (one per
+/// candidate run at once, at most; the least recently used go beyond [`MAX_IDLE`]). Dropping
+/// the pool kills them.
+#[derive(Default)]
+pub struct WarmPool {
+    /// Least recently used first.
+    idle: Mutex<Vec<(WorkerKey, Worker)>>,
+    /// Keys whose worker could not start, with why: their candidates run cold at once.
+    refused: Mutex<HashMap<WorkerKey, String>>,
+}
+
+impl std::fmt::Debug for WarmPool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WarmPool").finish_non_exhaustive()
+    }
+}
+
+/// One candidate, as the worker is asked to run it.
+pub(crate) struct Request<'a> {
+    pub(crate) files: &'a [WriteFile],
+    pub(crate) targets: &'a [String],
+    pub(crate) workdir: &'a Path,
+    pub(crate) writable: &'a [PathBuf],
+    pub(crate) collect: &'a [PathBuf],
+    pub(crate) collect_max_bytes: u64,
+    pub(crate) coverage_out: &'a str,
+    pub(crate) limits: &'a Limits,
+}
+
+impl WarmPool {
+    pub fn new() -> WarmPool {
+        WarmPool::default()
+    }
+
+    /// Runs `req` in a warm worker for `key` (started from `spec` when none is idle).
+    pub(crate) fn run(
+        &self,
+        sandbox: &Sandbox,
+        key: &WorkerKey,
+        spec: impl FnOnce() -> RunSpec,
+        req: &Request<'_>,
+    ) -> Result<RunOutput, ColdReason> {
+        if let Some(why) = lock(&self.refused).get(key) {
+            return Err(ColdReason::Start(why.clone()));
+        }
+        let idle = {
+            let mut idle = lock(&self.idle);
+            let at = idle.iter().rposition(|(k, _)| k == key);
+            at.map(|i| idle.remove(i).1)
+        };
+        let mut worker = match idle {
+            Some(w) => w,
+            None => match Worker::start(sandbox, &spec()) {
+                Ok(w) => w,
+                Err(why) => {
+                    lock(&self.refused).insert(key.clone(), why.clone());
+                    return Err(ColdReason::Start(why));
+                }
+            },
+        };
+        let out = worker.serve(req)?;
+        let mut idle = lock(&self.idle);
+        idle.push((key.clone(), worker));
+        if idle.len() > MAX_IDLE {
+            idle.remove(0);
+        }
+        Ok(out)
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Worker {
+    fn start(sandbox: &Sandbox, spec: &RunSpec) -> Result<Worker, String> {
+        let process = sandbox.start_worker(spec).map_err(|e| e.to_string())?;
+        let mut w = Worker {
+            process,
+            buf: Vec::new(),
+        };
+        match w.read_frame(WARM_UP) {
+            Ok(v) if v.get("ready").is_some() => Ok(w),
+            Ok(v) => Err(v
+                .get("fatal")
+                .and_then(Value::as_str)
+                .map_or_else(|| v.to_string(), last_line)),
+            Err(ColdReason::Silent) => {
+                Err(format!("it did not get ready in {} s", WARM_UP.as_secs()))
+            }
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    fn serve(&mut self, req: &Request<'_>) -> Result<RunOutput, ColdReason> {
+        let l = req.limits;
+        let body = json!({
+            "files": req.files.iter().map(|f| json!({
+                "path": f.path.to_string_lossy(),
+                "data": latin1(&f.contents),
+            })).collect::<Vec<_>>(),
+            "targets": req.targets,
+            "workdir": req.workdir.to_string_lossy(),
+            "writable": req.writable.iter().map(|p| p.to_string_lossy()).collect::<Vec<_>>(),
+            "collect": req.collect.iter().map(|p| p.to_string_lossy()).collect::<Vec<_>>(),
+            "collect_max_bytes": req.collect_max_bytes,
+            "coverage_out": req.coverage_out,
+            "limits": {
+                "wall_ms": l.wall.as_millis() as u64,
+                "cpu_secs": l.cpu_secs,
+                "file_size_bytes": l.file_size_bytes,
+                "open_files": l.open_files,
+                "pids": l.pids,
+                "output_bytes": l.output_bytes,
+            },
+        });
+        let before = self.process.cgroup.stats();
+        self.write_frame(&body).map_err(|_| ColdReason::Died)?;
+        let answer = self.read_frame(l.wall + ANSWER_SLACK)?;
+        if let Some(fatal) = answer.get("fatal").and_then(Value::as_str) {
+            return Err(ColdReason::Refused(last_line(fatal)));
+        }
+        let after = self.process.cgroup.stats();
+        let mut stats = after;
+        stats.oom_kills = after.oom_kills.saturating_sub(before.oom_kills);
+        stats.pids_max_hits = after.pids_max_hits.saturating_sub(before.pids_max_hits);
+        // The worker's cgroup peaked with every candidate it served: no figure of this one's.
+        stats.peak_memory = None;
+        let status = answer["status"].as_i64().unwrap_or(0) as i32;
+        let exit = if libc::WIFEXITED(status) {
+            ExitStatus::Code(libc::WEXITSTATUS(status))
+        } else if libc::WIFSIGNALED(status) {
+            ExitStatus::Signal(libc::WTERMSIG(status))
+        } else {
+            ExitStatus::Signal(libc::SIGKILL)
+        };
+        let timed_out = answer["timed_out"].as_bool().unwrap_or(false);
+        let cpu_time = Duration::from_micros(answer["cpu_us"].as_u64().unwrap_or(0));
+        let disk_full = answer["disk_full"].as_bool().unwrap_or(false);
+        let files = answer["files"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+            .iter()
+            .zip(req.collect)
+            .map(|(f, path)| CollectedFile {
+                path: path.clone(),
+                content: if let Some(data) = f.get("data").and_then(Value::as_str) {
+                    Collected::Read {
+                        bytes: from_latin1(data),
+                        truncated: f["truncated"].as_bool().unwrap_or(false),
+                    }
+                } else if let Some(why) = f.get("refused").and_then(Value::as_str) {
+                    Collected::Refused(why.to_string())
+                } else {
+                    Collected::Missing
+                },
+            })
+            .collect();
+        Ok(RunOutput {
+            exit,
+            limit_hit: decide_limit(timed_out, exit, &stats, cpu_time, l, disk_full),
+            stdout: captured(&answer["stdout"], l.output_bytes),
+            stderr: captured(&answer["stderr"], l.output_bytes),
+            duration: Duration::from_micros(answer["duration_us"].as_u64().unwrap_or(0)),
+            cpu_time,
+            peak_memory_bytes: None,
+            files,
+            repo_view: RepoView::Overlay,
+            limit_backend: self.process.backend,
+            host_uid: self.process.host_uid,
+        })
+    }
+
+    fn write_frame(&mut self, body: &Value) -> io::Result<()> {
+        let fd = self
+            .process
+            .running
+            .requests()
+            .ok_or_else(|| io::Error::other("the worker has no request pipe"))?;
+        let body = body.to_string().into_bytes();
+        let mut data = (body.len() as u32).to_be_bytes().to_vec();
+        data.extend_from_slice(&body);
+        write_all(fd, &data)
+    }
+
+    /// The next answer, waiting at most `timeout`; a worker that ended or never answers is
+    /// an error.
+    fn read_frame(&mut self, timeout: Duration) -> Result<Value, ColdReason> {
+        let fd = self.process.running.answers();
+        let deadline = Instant::now() + timeout;
+        loop {
+            if self.buf.len() >= 4 {
+                let n = u32::from_be_bytes(self.buf[..4].try_into().expect("4 bytes")) as usize;
+                if self.buf.len() >= 4 + n {
+                    let v = serde_json::from_slice(&self.buf[4..4 + n])
+                        .map_err(|e| ColdReason::Refused(format!("an unreadable answer: {e}")))?;
+                    self.buf.drain(..4 + n);
+                    return Ok(v);
+                }
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(ColdReason::Silent);
+            }
+            let mut pfd = libc::pollfd {
+                fd,
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            // SAFETY: pfd is one valid pollfd.
+            let r = unsafe { libc::poll(&mut pfd, 1, left.as_millis().min(60_000) as i32) };
+            if r <= 0 {
+                continue;
+            }
+            let mut chunk = [0u8; 65536];
+            // SAFETY: chunk is a valid buffer of its length.
+            let n = unsafe { libc::read(fd, chunk.as_mut_ptr().cast(), chunk.len()) };
+            match n {
+                0 => return Err(ColdReason::Died),
+                n if n < 0 => {
+                    if io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
+                        return Err(ColdReason::Died);
+                    }
+                }
+                n => self.buf.extend_from_slice(&chunk[..n as usize]),
+            }
+        }
+    }
+}
+
+fn write_all(fd: RawFd, mut data: &[u8]) -> io::Result<()> {
+    while !data.is_empty() {
+        // SAFETY: data is a valid buffer of its length.
+        let n = unsafe { libc::write(fd, data.as_ptr().cast(), data.len()) };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        data = &data[n as usize..];
+    }
+    Ok(())
+}
+
+/// Bytes as a JSON string, one character per byte (the worker decodes it as Latin-1).
+fn latin1(bytes: &[u8]) -> String {
+    bytes.iter().map(|&b| char::from(b)).collect()
+}
+
+fn from_latin1(s: &str) -> Vec<u8> {
+    s.chars().map(|c| c as u32 as u8).collect()
+}
+
+/// A stream the worker kept the head and tail of, as the host keeps a cold run's.
+fn captured(v: &Value, cap: usize) -> crate::Captured {
+    let mut kept = HeadTail::new(cap);
+    kept.push(&from_latin1(v["head"].as_str().unwrap_or_default()));
+    kept.push(&from_latin1(v["tail"].as_str().unwrap_or_default()));
+    kept.set_total(v["total"].as_u64().unwrap_or(0));
+    kept.finish()
+}
+
+fn last_line(text: &str) -> String {
+    text.trim_end()
+        .lines()
+        .last()
+        .unwrap_or_default()
+        .to_string()
+}

@@ -1,0 +1,189 @@
+//! The warm worker against the cold path: the same verdicts, tests and coverage for the same
+//! candidates, and no candidate sees what another did. Needs root and the project's virtual
+//! environment (`cargo xtask setup`).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clover_protocol::Outcome;
+use clover_sandbox::pytest::{PytestResult, PytestRun};
+use clover_sandbox::{Limits, Sandbox, WarmPool, WriteFile};
+
+fn fixture() -> PathBuf {
+    clover_testkit::fixture("python")
+}
+
+fn sandbox() -> Option<Sandbox> {
+    match Sandbox::new() {
+        Ok(sb) => Some(sb),
+        Err(e) => clover_testkit::require(&format!("the sandbox ({e})"), None),
+    }
+}
+
+fn candidate(py: &std::path::Path, path: &str, text: &str) -> PytestRun {
+    PytestRun {
+        repo: fixture(),
+        python: py.to_path_buf(),
+        targets: vec![path.into()],
+        files: vec![WriteFile {
+            path: path.into(),
+            contents: text.as_bytes().to_vec(),
+        }],
+        cov_sources: vec!["src/ledger".into()],
+        cov_contexts: false,
+        env: vec![],
+        limits: Limits {
+            wall: Duration::from_secs(60),
+            ..Limits::default()
+        },
+    }
+}
+
+/// What must not depend on the path that ran a candidate.
+fn verdict(
+    r: &PytestResult,
+) -> (
+    Outcome,
+    Vec<(String, String, clover_protocol::TestOutcome)>,
+    Vec<clover_protocol::FileCoverage>,
+) {
+    let mut tests: Vec<_> = r
+        .tests
+        .iter()
+        .map(|t| (t.classname.clone(), t.name.clone(), t.outcome))
+        .collect();
+    tests.sort_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));
+    (r.outcome, tests, r.coverage.clone())
+}
+
+#[test]
+fn warm_runs_give_the_cold_verdicts_on_the_fixture() {
+    let Some(py) = clover_testkit::python() else {
+        return;
+    };
+    let Some(sb) = sandbox() else { return };
+    let pool = WarmPool::new();
+    for name in [
+        "test_money.py",
+        "test_accounts.py",
+        "test_inventory.py",
+        "test_report.py",
+    ] {
+        let text = std::fs::read_to_string(fixture().join("tests").join(name)).unwrap();
+        let run = candidate(&py, "tests/test_clover_candidate.py", &text);
+        let cold = run.run(&sb).unwrap();
+        let warm = run.run_warm(&sb, &pool).unwrap();
+        assert!(
+            warm.message
+                .as_deref()
+                .is_none_or(|m| !m.contains("ran cold")),
+            "{:?}",
+            warm.message
+        );
+        assert_eq!(verdict(&warm), verdict(&cold), "{name}");
+    }
+}
+
+/// What one candidate does to the package, the files it can reach, its memory or the
+/// processes around it is gone for the next candidate the same worker serves: a clean
+/// candidate after each gives the verdict and coverage it gives alone, cold.
+#[test]
+fn a_candidate_leaves_nothing_behind_for_the_next() {
+    let Some(py) = clover_testkit::python() else {
+        return;
+    };
+    let Some(sb) = sandbox() else { return };
+    let path = "tests/test_clover_candidate.py";
+    let clean_text = format!(
+        "{}\n\ndef test_nothing_left_behind():\n    import os\n    for p in {LEFT:?}:\n        \
+         assert not os.path.exists(p), p\n",
+        std::fs::read_to_string(fixture().join("tests/test_money.py")).unwrap()
+    );
+    let clean = candidate(&py, path, &clean_text);
+    let alone = clean.run(&sb).unwrap();
+    assert_eq!(alone.outcome, Outcome::Passed, "{:?}", alone.message);
+    let hostile = [
+        // Monkeypatches the package under test, at import and in a test.
+        "import ledger.money as m\nm.Money.__add__ = lambda self, other: 42\n\
+         def test_patch():\n    import ledger\n    ledger.Money = None\n",
+        // Writes every place it may write to, and leaves a process behind.
+        "import os, subprocess\n\
+         def test_write():\n\
+         \x20   for p in ['/tmp/left', '/dev/shm/left', 'conftest.py', 'tests/conftest_left.py', \
+         'left.txt', '/tmp/home/left']:\n\
+         \x20       open(p, 'w').write('import sys; sys.exit(3)')\n\
+         \x20   subprocess.Popen(['sleep', '600'])\n",
+        // Exhausts its memory.
+        "def test_hog():\n    x = bytearray(1 << 30)\n    y = bytearray(1 << 30)\n",
+        // Times out, with a child of its own.
+        "import subprocess, time\ndef test_hang():\n    subprocess.Popen(['sleep', '600'])\n    time.sleep(600)\n",
+    ];
+    let pool = WarmPool::new();
+    let mut clean_warm = clean.clone();
+    clean_warm.limits.memory_bytes = 768 << 20;
+    let first = clean_warm.run_warm(&sb, &pool).unwrap();
+    assert_eq!(verdict(&first), verdict(&alone));
+    for text in hostile {
+        let mut bad = candidate(&py, path, text);
+        bad.limits.memory_bytes = 768 << 20;
+        bad.limits.wall = Duration::from_secs(5);
+        let r = bad.run_warm(&sb, &pool).unwrap();
+        let cold = bad.run(&sb).unwrap();
+        assert_eq!(
+            r.outcome, cold.outcome,
+            "{text}: {:?} / {:?}",
+            r.message, cold.message
+        );
+        let after = clean_warm.run_warm(&sb, &pool).unwrap();
+        assert!(after.message.is_none(), "{:?}", after.message);
+        assert_eq!(verdict(&after), verdict(&alone), "after {text}");
+    }
+}
+
+const LEFT: [&str; 6] = [
+    "/tmp/left",
+    "/dev/shm/left",
+    "conftest.py",
+    "tests/conftest_left.py",
+    "left.txt",
+    "/tmp/home/left",
+];
+
+/// Not a check (no wall-clock time is asserted): prints what a candidate costs either way.
+#[test]
+#[ignore = "a measurement; run with --ignored --nocapture"]
+fn cost_per_candidate() {
+    let Some(py) = clover_testkit::python() else {
+        return;
+    };
+    let Some(sb) = sandbox() else { return };
+    let text = std::fs::read_to_string(fixture().join("tests/test_money.py")).unwrap();
+    let run = candidate(&py, "tests/test_clover_candidate.py", &text);
+    let pool = WarmPool::new();
+    run.run_warm(&sb, &pool).unwrap();
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let time = |f: &dyn Fn() -> PytestResult| {
+        let t = std::time::Instant::now();
+        let r = f();
+        (
+            t.elapsed().as_secs_f64(),
+            r.tests.iter().map(|t| t.duration_secs).sum::<f64>(),
+        )
+    };
+    let (mut cold, mut warm, mut own) = (vec![], vec![], vec![]);
+    for _ in 0..9 {
+        cold.push(time(&|| run.run(&sb).unwrap()).0);
+        let (w, o) = time(&|| run.run_warm(&sb, &pool).unwrap());
+        warm.push(w);
+        own.push(o);
+    }
+    eprintln!(
+        "cold {:.1} ms, warm {:.1} ms, tests' own time {:.1} ms",
+        median(cold) * 1e3,
+        median(warm) * 1e3,
+        median(own) * 1e3
+    );
+}
