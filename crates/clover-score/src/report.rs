@@ -487,11 +487,26 @@ pub(crate) fn metadata_json(meta: &RunMeta) -> Value {
         "responses": files(&meta.responses),
         "bootstrap": {"replicates": meta.bootstrap.replicates, "seed": meta.bootstrap.seed,
             "interval": 0.95},
-        "models": meta.sorted_models().iter().map(|m| json!({
-            "model": m.model,
-            "task": task_name(m.task),
-            "generation": m.generation,
-        })).collect::<Vec<_>>(),
+        // The settings by name, an unset one as null: the record's own serde form writes
+        // sentinels (-1) for unset numbers, which a reader of a report would take as values.
+        "models": meta.sorted_models().iter().map(|m| {
+            let g = &m.generation;
+            json!({
+                "model": m.model,
+                "task": task_name(m.task),
+                "adapter": g.adapter,
+                "model_name": g.model_name,
+                "base_url": g.base_url,
+                "temperature": g.temperature,
+                "top_p": g.top_p,
+                "max_tokens": g.max_tokens,
+                "frequency_penalty": g.frequency_penalty,
+                "presence_penalty": g.presence_penalty,
+                "seed": g.seed,
+                "stop": g.stop,
+                "max_context": g.max_context,
+            })
+        }).collect::<Vec<_>>(),
     })
 }
 

@@ -1179,6 +1179,27 @@ fn html_report_has_metadata_legend_leaderboard_charts_and_sample_links() {
         assert_eq!(a.text, format!("{n} result(s)"));
     }
 
+    // The JSON carries the same metadata, an unset setting as null.
+    let (json, _, _) = score(&[
+        "--format",
+        "json",
+        "--responses",
+        responses,
+        "--date",
+        "2026-12-01",
+        oracle,
+        baseline,
+    ]);
+    let meta: Value = serde_json::from_str::<Value>(&json).unwrap()["metadata"].clone();
+    assert_eq!(meta["date"], "2026-12-01");
+    let models = meta["models"].as_array().unwrap();
+    assert_eq!(models.len(), 2, "{meta}");
+    assert_eq!(models[0]["model"], "copy-operand");
+    assert_eq!(models[0]["model_name"], "meta-llama/Llama-3.1-8B-Instruct");
+    assert_eq!(models[0]["temperature"], 0.2);
+    assert_eq!(models[1]["temperature"], Value::Null);
+    assert_eq!(meta["responses"][0]["records"], 3);
+
     // The same input gives the same bytes, samples included.
     let samples = |d: &Path| -> Vec<(String, Vec<u8>)> {
         let mut v: Vec<_> = std::fs::read_dir(d.join("report.samples"))
