@@ -33,29 +33,40 @@ pub struct Conflict {
 }
 
 impl Feature {
-    /// The type of one JSON value.
-    pub fn of(value: &Value) -> Feature {
-        match value {
+    /// The type of one JSON value; items of a list that disagree are a conflict.
+    pub fn of(value: &Value) -> Result<Feature, Conflict> {
+        Feature::at(value, "")
+    }
+
+    fn at(value: &Value, path: &str) -> Result<Feature, Conflict> {
+        Ok(match value {
             Value::Null => Feature::Unknown,
             Value::Bool(_) => Feature::Bool,
             Value::Number(n) if n.is_f64() => Feature::Float,
             Value::Number(_) => Feature::Int,
             Value::String(_) => Feature::String,
-            // Elements of one list that disagree are caught when the record's type is merged
-            // into the config's; here the first conflict-free reading is enough.
             Value::Array(items) => {
-                Feature::List(Box::new(items.iter().fold(Feature::Unknown, |acc, v| {
-                    let f = Feature::of(v);
-                    acc.clone().merge(f, "").unwrap_or(acc)
-                })))
+                let path = format!("{path}[]");
+                let mut item = Feature::Unknown;
+                for v in items {
+                    item = item.merge(Feature::at(v, &path)?, &path)?;
+                }
+                Feature::List(Box::new(item))
             }
             Value::Object(fields) => Feature::Struct(
                 fields
                     .iter()
-                    .map(|(k, v)| (k.clone(), Feature::of(v)))
-                    .collect(),
+                    .map(|(k, v)| {
+                        let path = if path.is_empty() {
+                            k.clone()
+                        } else {
+                            format!("{path}.{k}")
+                        };
+                        Ok((k.clone(), Feature::at(v, &path)?))
+                    })
+                    .collect::<Result<_, Conflict>>()?,
             ),
-        }
+        })
     }
 
     fn name(&self) -> &'static str {
@@ -178,7 +189,7 @@ mod tests {
 
     fn of_all(values: &[Value]) -> Feature {
         values.iter().fold(Feature::Unknown, |acc, v| {
-            acc.merge(Feature::of(v), "").unwrap()
+            acc.merge(Feature::of(v).unwrap(), "").unwrap()
         })
     }
 
@@ -220,17 +231,24 @@ mod tests {
     #[test]
     fn a_conflict_names_the_column() {
         let e = Feature::of(&json!({"a": {"b": "x"}}))
-            .merge(Feature::of(&json!({"a": {"b": 1}})), "")
+            .unwrap()
+            .merge(Feature::of(&json!({"a": {"b": 1}})).unwrap(), "")
             .unwrap_err();
         assert_eq!(
             e.to_string(),
             "column `a.b` holds a string in one record and an integer in another"
         );
+        // Within one record too: the items of a list.
+        let e = Feature::of(&json!({"a": [{"b": [1, "x"]}]})).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "column `a[].b[]` holds an integer in one record and a string in another"
+        );
     }
 
     #[test]
     fn yaml_is_the_form_datasets_writes() {
-        let Feature::Struct(fields) = Feature::of(&json!({
+        let Ok(Feature::Struct(fields)) = Feature::of(&json!({
             "id": "x", "ok": true, "lines": [[1, 2]], "tags": [],
             "tests": [{"name": "t", "secs": 0.5}], "exec": {"repo": "r"}
         })) else {

@@ -289,14 +289,14 @@ pub fn export(opts: &ExportOptions) -> Result<Export, ExportError> {
             }
             let slot = types.entry(row.config.clone()).or_insert(Feature::Unknown);
             let taken = std::mem::replace(slot, Feature::Unknown);
-            *slot = taken.merge(Feature::of(&row.value), "").map_err(|source| {
-                ExportError::Conflict {
+            *slot = Feature::of(&row.value)
+                .and_then(|f| taken.merge(f, ""))
+                .map_err(|source| ExportError::Conflict {
                     path: path.clone(),
                     line: line_no,
                     id: row.id.clone(),
                     source,
-                }
-            })?;
+                })?;
             let split = row.split.unwrap_or_else(|| opts.split.clone());
             *splits
                 .entry(row.config.clone())
