@@ -15,28 +15,38 @@ use crate::Focus;
 /// module runs (decorators, `def` and `class` headers, class-level statements): a mutant
 /// there changes what every test imports, not what the target does when called.
 pub fn target_bodies(targets: &[Target]) -> BTreeMap<String, Focus> {
-    let mut by_file: BTreeMap<String, LineRanges> = BTreeMap::new();
-    for t in targets {
-        let span = LineRanges::from_lines(t.start_line..=t.end_line);
-        let body = span.difference(&t.import_lines);
-        let lines = by_file.entry(t.path.clone()).or_default();
-        *lines = lines.union(&body);
-    }
-    into_focus(by_file)
+    join(targets.iter().map(body))
 }
 
 /// Task III: the spans of `blocks`, by file.
 pub fn block_spans(blocks: &[UniqueBlock]) -> BTreeMap<String, Focus> {
-    let mut by_file: BTreeMap<String, LineRanges> = BTreeMap::new();
-    for b in blocks {
-        let span = LineRanges::from_lines(b.start_line..=b.end_line);
-        let lines = by_file.entry(b.path.clone()).or_default();
-        *lines = lines.union(&span);
-    }
-    into_focus(by_file)
+    join(blocks.iter().map(block))
 }
 
-fn into_focus(by_file: BTreeMap<String, LineRanges>) -> BTreeMap<String, Focus> {
+/// Both tasks' focus of one calibrated problem, by file: every target's body
+/// ([`target_bodies`]) and the unique blocks ([`block_spans`]) joined. Calibrate draws one
+/// sample from it, and a scorer keeps the recorded mutants that lie inside its instance's own
+/// focus (its target's body, or the blocks), by their path and line.
+pub fn problem_focus(targets: &[Target], blocks: &[UniqueBlock]) -> BTreeMap<String, Focus> {
+    join(targets.iter().map(body).chain(blocks.iter().map(block)))
+}
+
+fn body(t: &Target) -> (&str, LineRanges) {
+    let span = LineRanges::from_lines(t.start_line..=t.end_line);
+    (&t.path, span.difference(&t.import_lines))
+}
+
+fn block(b: &UniqueBlock) -> (&str, LineRanges) {
+    (&b.path, LineRanges::from_lines(b.start_line..=b.end_line))
+}
+
+/// The lines of each file joined, as a focus; a file left with no line has none.
+fn join<'a>(parts: impl Iterator<Item = (&'a str, LineRanges)>) -> BTreeMap<String, Focus> {
+    let mut by_file: BTreeMap<String, LineRanges> = BTreeMap::new();
+    for (path, lines) in parts {
+        let all = by_file.entry(path.to_string()).or_default();
+        *all = all.union(&lines);
+    }
     by_file
         .into_iter()
         .filter(|(_, lines)| !lines.is_empty())
@@ -78,15 +88,36 @@ mod tests {
         );
     }
 
-    #[test]
-    fn blocks_of_one_file_join() {
-        let block = |path: &str, start, end| UniqueBlock {
+    fn block(path: &str, start: u32, end: u32) -> UniqueBlock {
+        UniqueBlock {
             path: path.into(),
             start_line: start,
             end_line: end,
             code: String::new(),
             lines: LineRanges::new(),
-        };
+        }
+    }
+
+    #[test]
+    fn a_problem_focus_joins_target_bodies_and_blocks() {
+        // A block overlaps the second target's body and reaches past it, another is in a file
+        // with no target; the targets' import-time lines (3, 10) stay out.
+        let focus = problem_focus(
+            &[target("a.py", 3, 8, &[3]), target("a.py", 10, 14, &[10])],
+            &[block("a.py", 12, 18), block("b.py", 1, 5)],
+        );
+        assert_eq!(
+            focus,
+            BTreeMap::from([
+                ("a.py".to_string(), Focus::Lines(vec![[4, 8], [11, 18]])),
+                ("b.py".to_string(), Focus::Lines(vec![[1, 5]])),
+            ])
+        );
+        assert_eq!(problem_focus(&[], &[]), BTreeMap::new());
+    }
+
+    #[test]
+    fn blocks_of_one_file_join() {
         assert_eq!(
             block_spans(&[
                 block("a.py", 5, 9),

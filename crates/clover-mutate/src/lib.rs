@@ -52,7 +52,7 @@ use tree_sitter::{InputEdit, Node, Parser, Point, Tree};
 
 pub use calibrate::{keep_killed, Calibration, Verdict};
 pub use error::MutateError;
-pub use focal::{block_spans, target_bodies};
+pub use focal::{block_spans, problem_focus, target_bodies};
 pub use operator::Operator;
 pub use record::{apply, file_hash, judge_problem, problem_mutants};
 pub use rng::{problem_seed, SplitMix64};
