@@ -40,4 +40,42 @@ pub struct Cli {
     /// C++ it also counts the test files this run compiled (`test_builds`)
     #[arg(long, value_name = "FILE")]
     pub summary: Option<PathBuf>,
+    /// Run each kept Python problem's ground truth against at most K mutants of its focal code
+    /// (its targets' bodies and unique blocks) and write the ones it kills to the mutants
+    /// sidecar; K is 20 when not given
+    #[arg(
+        long,
+        value_name = "K",
+        num_args = 0..=1,
+        default_missing_value = "20",
+        value_parser = clap::value_parser!(u32).range(1..)
+    )]
+    pub mutants: Option<u32>,
+    /// The seed of the mutant samples, mixed with each problem id
+    #[arg(long, value_name = "N", default_value_t = 0, requires = "mutants")]
+    pub mutants_seed: u64,
+    /// Write the mutants sidecar here (default: OUTPUT.mutants.jsonl with -o)
+    #[arg(long, value_name = "FILE", requires = "mutants")]
+    pub mutants_out: Option<PathBuf>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mutants_without_a_value_take_the_default_k() {
+        let k = |argv: &[&str]| Cli::try_parse_from(argv).map(|c| c.mutants);
+        assert_eq!(
+            k(&["calibrate", "--mutants"]).unwrap(),
+            Some(clover_mutate::DEFAULT_MAX_MUTANTS as u32)
+        );
+        assert_eq!(k(&["calibrate", "--mutants", "5"]).unwrap(), Some(5));
+        assert_eq!(k(&["calibrate"]).unwrap(), None);
+        assert!(k(&["calibrate", "--mutants", "0"]).is_err());
+        assert!(
+            k(&["calibrate", "--mutants-seed", "3"]).is_err(),
+            "needs --mutants"
+        );
+    }
 }

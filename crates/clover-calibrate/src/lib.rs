@@ -43,6 +43,7 @@ pub mod analysis;
 pub mod cli;
 pub mod coverage_json;
 mod cpp;
+pub mod mutation;
 mod python;
 mod steady;
 

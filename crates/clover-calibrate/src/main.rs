@@ -1,20 +1,22 @@
 //! `clover-calibrate`: runs each problem's ground truth and annotates it.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use clap::Parser;
 use clover_calibrate::cli::Cli;
+use clover_calibrate::mutation::{self, MutantRun, MutationError, Sample};
 use clover_calibrate::{
     calibrate_cpp, calibrate_group_noted, steady_text, CalibrateOptions, EmptyRuns, Note,
 };
 use clover_manifest::RepoConfig;
+use clover_mutate::Verdict;
 use clover_protocol::{
-    diag, finish_main, CalibratedProblem, Language, Problem, RecordReader, Shard, StageIo, Stopped,
-    Usage,
+    diag, exit, finish_main, CalibratedProblem, Language, Problem, ProblemMutants, RecordReader,
+    RecordWriter, Shard, StageIo, Stopped, Usage,
 };
 use clover_sandbox::gtest::LibraryCache;
 use clover_sandbox::{CheckedInterpreters, Limits, Sandbox};
@@ -58,7 +60,19 @@ fn run(args: Cli) -> Result<u8> {
     let shard = args.stage.shard;
     let mut stage_args = args.stage.clone();
     stage_args.shard = None;
+    let mut sidecar = match args.mutants {
+        Some(k) => Some(Sidecar::open(&args, k)?),
+        None => None,
+    };
     let mut io = StageIo::open(TOOL, &stage_args)?;
+    if let (Some(sidecar), Some(output)) = (&mut sidecar, &args.stage.output) {
+        if args.stage.resume {
+            // Problems an earlier run wrote to the output but not to the sidecar (it ran
+            // without --mutants, or stopped between the two) get their mutants now; their
+            // groups are not calibrated again.
+            backfill(&ctx, sidecar, output)?;
+        }
+    }
     let mut summary = Summary::new();
     let mut work = Work::new();
 
@@ -107,7 +121,14 @@ fn run(args: Cli) -> Result<u8> {
                 pending.push(g);
             }
             if pending.len() >= jobs || next.is_none() {
-                flush(&mut io, &ctx, &mut pending, &mut summary, &mut work)?;
+                flush(
+                    &mut io,
+                    &ctx,
+                    &mut pending,
+                    &mut summary,
+                    &mut work,
+                    &mut sidecar,
+                )?;
             }
         }
         let Some((line, problem)) = next else { break };
@@ -119,13 +140,25 @@ fn run(args: Cli) -> Result<u8> {
         g.lines.push(line);
         g.problems.push(problem);
     }
-    flush(&mut io, &ctx, &mut pending, &mut summary, &mut work)?;
+    flush(
+        &mut io,
+        &ctx,
+        &mut pending,
+        &mut summary,
+        &mut work,
+        &mut sidecar,
+    )?;
 
     if let Some(stop) = stopped {
         // FILE.partial keeps what was written, for a --resume once the input is fixed.
         return Err(stop);
     }
-    let code = io.finish()?;
+    let mut code = io.finish()?;
+    if let Some(sidecar) = sidecar {
+        if sidecar.finish()? {
+            code = code.max(exit::BAD_RECORDS);
+        }
+    }
     // With --resume the records of the earlier run count too: the summary describes the
     // output file, so it is read back from it.
     if let (true, Some(output)) = (args.stage.resume, &args.stage.output) {
@@ -249,12 +282,25 @@ fn python_for(args: &Cli, repo: &RepoConfig, default: &std::path::Path) -> PathB
     std::path::absolute(&python).unwrap_or(python)
 }
 
-/// Checks, once per interpreter and before its first run, that the groups' Python
-/// interpreters can run pytest with coverage (see `clover_sandbox::check_python`); one that
-/// cannot stops the stage as bad usage, saying how to fix it.
-fn check_interpreters(ctx: &Ctx, groups: &[Group]) -> Result<()> {
-    for g in groups {
-        let first = &g.problems[0];
+/// The limits of one run of a repository's tests.
+fn limits_for(args: &Cli, repo: &RepoConfig) -> Limits {
+    let mut limits = Limits::default();
+    limits.wall = Duration::from_secs(args.timeout.unwrap_or(repo.timeout_secs));
+    limits.cpu_secs = limits.wall.as_secs().max(1) * 2;
+    limits.memory_bytes = args.memory.unwrap_or(repo.memory_mb) << 20;
+    limits.pids = repo.pids;
+    limits.cpus = repo.cpus;
+    limits
+}
+
+/// Checks, once per interpreter and before its first run, that the Python interpreters of
+/// `problems`' repositories can run pytest with coverage (see `clover_sandbox::check_python`);
+/// one that cannot stops the stage as bad usage, saying how to fix it.
+fn check_interpreters<'p>(
+    ctx: &Ctx,
+    problems: impl IntoIterator<Item = &'p Problem>,
+) -> Result<()> {
+    for first in problems {
         let Some(repo) = ctx.repos.get(&first.repo) else {
             continue;
         };
@@ -284,6 +330,7 @@ fn flush(
     pending: &mut Vec<Group>,
     summary: &mut Summary,
     work: &mut Work,
+    sidecar: &mut Option<Sidecar>,
 ) -> Result<()> {
     let Ctx {
         sandbox,
@@ -296,7 +343,7 @@ fn flush(
         ..
     } = *ctx;
     let groups = std::mem::take(pending);
-    check_interpreters(ctx, &groups)?;
+    check_interpreters(ctx, groups.iter().map(|g| &g.problems[0]))?;
     // Each group's records, the problems of it that failed alone (C++: by their index in the
     // group), and how many test files it compiled (C++).
     let results: Vec<Result<GroupDone, String>> = pool.install(|| {
@@ -307,12 +354,7 @@ fn flush(
                 let repo = repos
                     .get(&first.repo)
                     .ok_or_else(|| clover_manifest::unknown_repo(&first.repo, repos))?;
-                let mut limits = Limits::default();
-                limits.wall = Duration::from_secs(args.timeout.unwrap_or(repo.timeout_secs));
-                limits.cpu_secs = limits.wall.as_secs().max(1) * 2;
-                limits.memory_bytes = args.memory.unwrap_or(repo.memory_mb) << 20;
-                limits.pids = repo.pids;
-                limits.cpus = repo.cpus;
+                let limits = limits_for(args, repo);
                 if first.language == Language::Cpp {
                     // Each C++ problem is calibrated on its own: one that cannot be is
                     // reported alone, and the others of its file go on.
@@ -358,6 +400,18 @@ fn flush(
             })
             .collect()
     });
+    let mut judged = match sidecar {
+        Some(sidecar) => {
+            let records: Vec<&CalibratedProblem> = results
+                .iter()
+                .flatten()
+                .flat_map(|done| &done.records)
+                .filter(|r| sidecar.wants(r))
+                .collect();
+            judge_mutants(ctx, sidecar, &records)
+        }
+        None => HashMap::new(),
+    };
     for (g, result) in groups.iter().zip(results) {
         let failed = match result {
             Ok(done) => {
@@ -371,6 +425,12 @@ fn flush(
                         e.detail = steady_text(&e.detail);
                     }
                     count(summary, &r)?;
+                    // The sidecar record first: a run stopped between the two writes leaves
+                    // the problem undone in the output, so --resume calibrates it again.
+                    if let (Some(sidecar), Some(mutants)) = (sidecar.as_mut(), judged.remove(&r.id))
+                    {
+                        sidecar.write(&r.id, mutants)?;
+                    }
                     if !io.is_done(&r.id) {
                         io.writer.write(&r)?;
                     }
@@ -413,4 +473,203 @@ struct GroupDone {
     builds: u64,
     /// Kept problems whose lines varied outside what the benchmark uses.
     notes: Vec<Note>,
+}
+
+/// The mutants sidecar (`--mutants`): where it goes, what an earlier run (`--resume`) wrote
+/// to it, and this run's counts.
+struct Sidecar {
+    writer: RecordWriter,
+    path: PathBuf,
+    /// Problems with a record in the sidecar.
+    done: HashSet<String>,
+    max_mutants: usize,
+    seed: u64,
+    tally: Tally,
+    /// Spent drawing and running mutants.
+    seconds: f64,
+}
+
+/// This run's mutation pass, for the summary line.
+#[derive(Debug, Default)]
+struct Tally {
+    problems: u64,
+    sampled: u64,
+    kept: u64,
+    survived: u64,
+    invalid: u64,
+    errors: u64,
+}
+
+impl Sidecar {
+    fn open(args: &Cli, max_mutants: u32) -> Result<Sidecar> {
+        let beside_output = args
+            .stage
+            .output
+            .as_ref()
+            .filter(|o| !clover_protocol::is_special_file(o))
+            .map(|o| PathBuf::from(format!("{}.mutants.jsonl", o.display())));
+        let path = args.mutants_out.clone().or(beside_output).ok_or_else(|| {
+            Usage("--mutants writes a sidecar: give -o FILE or --mutants-out FILE".into())
+        })?;
+        let (writer, done) = RecordWriter::create(&path, args.stage.resume)
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        Ok(Sidecar {
+            writer,
+            path,
+            done,
+            max_mutants: max_mutants as usize,
+            seed: args.mutants_seed,
+            tally: Tally::default(),
+            seconds: 0.0,
+        })
+    }
+
+    /// Whether `record` gets mutants from this run.
+    fn wants(&self, record: &CalibratedProblem) -> bool {
+        mutation::wants_mutants(record) && !self.done.contains(&record.id)
+    }
+
+    /// Writes a problem's record, once; a problem whose mutants could not be judged is
+    /// reported and left without one.
+    fn write(&mut self, id: &str, judged: Result<ProblemMutants, MutationError>) -> Result<()> {
+        match judged {
+            Ok(record) => {
+                if self.done.insert(id.to_string()) {
+                    let t = &mut self.tally;
+                    t.problems += 1;
+                    t.kept += record.kept.len() as u64;
+                    t.survived += record.survived.len() as u64;
+                    t.invalid += record.invalid.len() as u64;
+                    t.sampled +=
+                        (record.kept.len() + record.survived.len() + record.invalid.len()) as u64;
+                    self.writer
+                        .write(&record)
+                        .with_context(|| format!("cannot write {}", self.path.display()))?;
+                }
+            }
+            Err(e) => {
+                diag!("{TOOL}: error: mutants: {e}");
+                self.tally.errors += 1;
+            }
+        }
+        Ok(())
+    }
+
+    /// Finishes the sidecar and prints this run's summary line; `true` when some problem's
+    /// mutants could not be judged.
+    fn finish(self) -> Result<bool> {
+        self.writer
+            .finish()
+            .with_context(|| format!("cannot write {}", self.path.display()))?;
+        let t = &self.tally;
+        let errors = if t.errors > 0 {
+            format!(", {} failed", t.errors)
+        } else {
+            String::new()
+        };
+        diag!(
+            "{TOOL}: mutants: {} problems, {} sampled, {} kept, {} survived, {} invalid{errors}, {:.1} s",
+            t.problems,
+            t.sampled,
+            t.kept,
+            t.survived,
+            t.invalid,
+            self.seconds
+        );
+        Ok(t.errors > 0)
+    }
+}
+
+/// Draws the mutants of `records` and runs each problem's ground truth against each of its
+/// mutants, all the runs of all the problems spread over the pool (`--jobs`) alike; the
+/// sidecar record of each problem, or why it has none, by id.
+fn judge_mutants(
+    ctx: &Ctx,
+    sidecar: &mut Sidecar,
+    records: &[&CalibratedProblem],
+) -> HashMap<String, Result<ProblemMutants, MutationError>> {
+    let started = Instant::now();
+    let (k, seed) = (sidecar.max_mutants, sidecar.seed);
+    let samples: Vec<Result<Sample, MutationError>> = ctx.pool.install(|| {
+        records
+            .par_iter()
+            .map(|r| mutation::sample(&ctx.repos[&r.repo], r, k, seed))
+            .collect()
+    });
+    // Each problem's runs: one per mutant, then the control run on the original code (index
+    // `n`), which must pass for the others to mean anything (none without a mutant).
+    let runs: Vec<(usize, usize)> = samples
+        .iter()
+        .enumerate()
+        .filter_map(|(i, s)| Some((i, s.as_ref().ok()?.mutants.mutants.len())))
+        .flat_map(|(i, n)| (0..n + usize::from(n > 0)).map(move |j| (i, j)))
+        .collect();
+    let verdicts: Vec<Result<Verdict, MutationError>> = ctx.pool.install(|| {
+        runs.par_iter()
+            .map(|&(i, j)| {
+                let record = records[i];
+                let sample = samples[i].as_ref().expect("runs only of drawn samples");
+                let repo = &ctx.repos[&record.repo];
+                let run = MutantRun {
+                    repo,
+                    python: python_for(ctx.args, repo, ctx.default_python),
+                    limits: limits_for(ctx.args, repo),
+                };
+                let mutant = sample.mutants.mutants.get(j);
+                mutation::run_ground_truth(ctx.sandbox, &run, record, mutant)
+            })
+            .collect()
+    });
+    let mut verdicts = verdicts.into_iter();
+    let mut judged = HashMap::new();
+    for (record, sample) in records.iter().zip(samples) {
+        let result = sample.and_then(|sample| {
+            // All of this sample's verdicts are taken, even after an error, so the next
+            // sample starts at its own.
+            let n = sample.mutants.mutants.len();
+            let mut mine: Vec<_> = verdicts.by_ref().take(n + usize::from(n > 0)).collect();
+            if n > 0 {
+                mine.pop().expect("the control run")?;
+            }
+            let mine = mine.into_iter().collect::<Result<Vec<_>, _>>()?;
+            Ok(sample.judge(mine))
+        });
+        judged.insert(record.id.clone(), result);
+    }
+    sidecar.seconds += started.elapsed().as_secs_f64();
+    judged
+}
+
+/// On `--resume`: the mutants of the kept problems the output already holds but the sidecar
+/// does not, written to the sidecar in the output's order, in batches the size of a flush.
+fn backfill(ctx: &Ctx, sidecar: &mut Sidecar, output: &std::path::Path) -> Result<()> {
+    // StageIo has moved an earlier output to its partial file to append to it.
+    let partial = clover_protocol::partial_path(output);
+    if !partial.exists() {
+        return Ok(());
+    }
+    let mut reader = RecordReader::open(Some(&partial), usize::MAX)?;
+    let mut batch: Vec<CalibratedProblem> = Vec::new();
+    loop {
+        let next = reader.next_record::<CalibratedProblem>().transpose()?;
+        if let Some((_, r)) = next.as_ref() {
+            if sidecar.wants(r) && ctx.repos.contains_key(&r.repo) {
+                batch.push(r.clone());
+            }
+        }
+        if next.is_none() || batch.len() >= ctx.pool.current_num_threads() * 4 {
+            check_interpreters(ctx, batch.iter().map(|r| &r.problem))?;
+            let records: Vec<&CalibratedProblem> = batch.iter().collect();
+            let mut judged = judge_mutants(ctx, sidecar, &records);
+            for r in &batch {
+                if let Some(result) = judged.remove(&r.id) {
+                    sidecar.write(&r.id, result)?;
+                }
+            }
+            batch.clear();
+        }
+        if next.is_none() {
+            return Ok(());
+        }
+    }
 }

@@ -7,7 +7,8 @@ use std::process::Command;
 
 use clover_manifest::RepoConfig;
 use clover_protocol::{
-    CalibratedProblem, ContextTier, ExclusionReason, Outcome, Problem, RecordReader, RecordWriter,
+    CalibratedProblem, ContextTier, ExclusionReason, Outcome, Problem, ProblemMutants,
+    RecordReader, RecordWriter,
 };
 
 /// Problems of a repository, extracted with the extract library.
@@ -833,5 +834,161 @@ fn an_interpreter_without_pytest_stops_calibrate_as_bad_usage() {
         Some(2),
         "{}",
         String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Runs the binary on `input` with the edge-case fixture, writing `out`; its stderr.
+fn calibrate_pyedge_to(input: &Path, out: &Path, args: &[&str]) -> String {
+    let python = clover_testkit::python().expect("checked by the caller");
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/pyedge");
+    let run = Command::new(env!("CARGO_BIN_EXE_clover-calibrate"))
+        .arg(input)
+        .arg("-o")
+        .arg(out)
+        .args(python_args(&python, &fixture))
+        .args(["--runs", "1"])
+        .args(args)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&run.stderr).into_owned();
+    assert!(run.status.success(), "calibrate failed: {stderr}");
+    stderr
+}
+
+/// The problems of `files` of the edge-case fixture, written to a temporary folder: the
+/// folder and the input file; `None` without the tools.
+fn pyedge_input(files: &[&str]) -> Option<(tempfile::TempDir, PathBuf)> {
+    let (Some(_), Some(())) = (clover_testkit::python(), clover_testkit::root()) else {
+        return None;
+    };
+    let problems: Vec<Problem> = files.iter().flat_map(|f| pyedge(f)).collect();
+    let dir = tempfile::tempdir().unwrap();
+    let input = write_problems(dir.path(), &problems);
+    Some((dir, input))
+}
+
+/// The records of a mutants sidecar, in its order.
+fn sidecar(path: &Path) -> Vec<ProblemMutants> {
+    let mut reader = RecordReader::open(Some(path), 1 << 30).unwrap();
+    let mut records = Vec::new();
+    while let Some(r) = reader.next_record::<ProblemMutants>() {
+        records.push(r.unwrap().1);
+    }
+    records
+}
+
+/// `src/a/biggest.py` has three mutation sites in its target's body: `>=` → `<` and the
+/// returned value → `None` change what `test_biggest` sees, `>=` → `>` (equal arguments)
+/// cannot. The sidecar keeps the two killed ones, each with the test that killed it, and
+/// records the equivalent one as survived; the failing problem of `test_address.py` gets no
+/// sidecar record.
+#[test]
+fn the_mutants_sidecar_keeps_what_the_ground_truth_kills() {
+    let Some((dir, input)) = pyedge_input(&["test_biggest.py", "test_address.py"]) else {
+        return;
+    };
+    let out = dir.path().join("out.jsonl");
+    let stderr = calibrate_pyedge_to(&input, &out, &["--mutants"]);
+    assert!(
+        stderr.contains("mutants: 1 problems, 3 sampled, 2 kept, 1 survived, 0 invalid, "),
+        "{stderr}"
+    );
+    let records = sidecar(&dir.path().join("out.jsonl.mutants.jsonl"));
+    assert_eq!(records.len(), 1, "{records:?}");
+    let r = &records[0];
+    assert_eq!(r.id, "pyedge/tests/test_biggest.py::test_biggest");
+    assert_eq!(r.max_mutants, 20, "the default K");
+    assert_eq!(r.candidates, 3);
+    let kept: Vec<(&str, &str, &[String])> = r
+        .kept
+        .iter()
+        .map(|m| {
+            (
+                m.id.as_str(),
+                m.replacement.as_str(),
+                m.killed_by.as_slice(),
+            )
+        })
+        .collect();
+    let killer = ["tests/tmp_test_test_biggest_0.py::test_biggest".to_string()];
+    assert_eq!(
+        kept,
+        [
+            ("src/a/biggest.py:2:12:return_value:0", "None", &killer[..]),
+            ("src/a/biggest.py:2:19:comparison:0", "<", &killer[..]),
+        ]
+    );
+    assert_eq!(r.survived, ["src/a/biggest.py:2:19:boundary:0"]);
+    assert!(r.invalid.is_empty());
+}
+
+/// Two calibrations with one seed write the same sidecar bytes; another seed is recorded as
+/// such.
+#[test]
+fn the_mutants_sidecar_is_byte_identical_for_a_seed() {
+    let Some((dir, input)) = pyedge_input(&["test_biggest.py", "test_util.py"]) else {
+        return;
+    };
+    let bytes = |name: &str, seed: &str| {
+        let out = dir.path().join(name);
+        let sidecar = dir.path().join(format!("{name}.sidecar"));
+        calibrate_pyedge_to(
+            &input,
+            &out,
+            &[
+                "--mutants",
+                "2",
+                "--mutants-seed",
+                seed,
+                "--mutants-out",
+                sidecar.to_str().unwrap(),
+            ],
+        );
+        std::fs::read(sidecar).unwrap()
+    };
+    let first = bytes("a.jsonl", "7");
+    assert_eq!(first, bytes("b.jsonl", "7"));
+    let records = sidecar(&dir.path().join("a.jsonl.sidecar"));
+    assert_eq!(records.len(), 3, "every kept problem has a record");
+    assert!(records.iter().all(|r| r.max_mutants == 2));
+    bytes("c.jsonl", "8");
+    let other = sidecar(&dir.path().join("c.jsonl.sidecar"));
+    assert_ne!(other[0].seed, records[0].seed);
+}
+
+/// --resume writes each problem's sidecar record once: after a whole run, after a run that
+/// stopped between the sidecar record and the output record, and after a run without
+/// --mutants (the output's kept problems get their mutants, without being calibrated again).
+#[test]
+fn resume_does_not_duplicate_sidecar_records() {
+    let Some((dir, input)) = pyedge_input(&["test_biggest.py", "test_util.py"]) else {
+        return;
+    };
+    let out = dir.path().join("out.jsonl");
+    let mutants = dir.path().join("out.jsonl.mutants.jsonl");
+    calibrate_pyedge_to(&input, &out, &["--mutants"]);
+    let whole = std::fs::read_to_string(&mutants).unwrap();
+    assert_eq!(whole.lines().count(), 3);
+
+    let stderr = calibrate_pyedge_to(&input, &out, &["--mutants", "--resume"]);
+    assert_eq!(std::fs::read_to_string(&mutants).unwrap(), whole);
+    assert!(stderr.contains("mutants: 0 problems"), "{stderr}");
+
+    // The output loses its last record, which the sidecar has.
+    let output = std::fs::read_to_string(&out).unwrap();
+    let kept: Vec<&str> = output.lines().collect();
+    std::fs::write(&out, kept[..kept.len() - 1].join("\n") + "\n").unwrap();
+    calibrate_pyedge_to(&input, &out, &["--mutants", "--resume"]);
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), output);
+    assert_eq!(std::fs::read_to_string(&mutants).unwrap(), whole);
+
+    let plain = dir.path().join("plain.jsonl");
+    calibrate_pyedge_to(&input, &plain, &[]);
+    assert!(!dir.path().join("plain.jsonl.mutants.jsonl").exists());
+    let stderr = calibrate_pyedge_to(&input, &plain, &["--mutants", "--resume"]);
+    assert!(stderr.contains("mutants: 3 problems"), "{stderr}");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("plain.jsonl.mutants.jsonl")).unwrap(),
+        whole
     );
 }

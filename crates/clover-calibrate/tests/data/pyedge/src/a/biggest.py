@@ -1,0 +1,2 @@
+def biggest(a, b):
+    return a if a >= b else b
