@@ -105,6 +105,7 @@ fn jsonl_read(_root: &Path) -> Result<Row> {
             stderr_tail: String::new(),
             scoring: Default::default(),
             duration_secs: 0.5,
+            mutation: Default::default(),
         };
         serde_json::to_writer(&mut data, &r)?;
         data.push(b'\n');

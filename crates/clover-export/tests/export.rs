@@ -119,6 +119,7 @@ fn result(id: &str, model: &str, tail: usize) -> RunResult {
         stderr_tail: String::new(),
         scoring: [("reference".to_string(), json!("1"))].into(),
         duration_secs: 0.1,
+        mutation: Default::default(),
     }
 }
 

@@ -46,7 +46,8 @@ pub use records::exclusion_wire;
 pub use records::{
     AssertionForm, AssertionSite, CalibratedProblem, Chunk, ContextTier, CppPairing, CppProblem,
     Exclusion, ExclusionReason, ExecSpec, FileCoverage, FileTier, GTestCase, Generation, Instance,
-    KeptMutant, Language, LimitHit, Message, Operand, Outcome, Problem, ProblemMutants,
+    KeptMutant, Language, LimitHit, Message, Mutation, Operand, OperatorKills, Outcome, Problem,
+    ProblemMutants,
     PythonProblem, Record, RecordKind, RepoRef, Response, RunResult, ScoreRow, SftExample, Span,
     Target, TargetKind, Task, TestCase, TestOutcome, TokenUsage, UniqueBlock, SCHEMA_VERSION,
     SKIPPED_OVER_MAX_CONTEXT,

@@ -740,6 +740,46 @@ pub struct RunResult {
     pub scoring: BTreeMap<String, serde_json::Value>,
     /// Timing: excluded by name when outputs are compared.
     pub duration_secs: f64,
+    /// What the candidate's tests did to the kept mutants of its instance's focus
+    /// (`sandbox-run --mutation`). Absent in older records and when no pass applies, which
+    /// read and write as [`Mutation::default`] (`kept` -1).
+    #[serde(default)]
+    pub mutation: Mutation,
+}
+
+/// A result's mutation pass: the kept mutants of the instance's focus (calibrate's sidecar,
+/// [`ProblemMutants`]) each written over its original file beside the candidate and run until
+/// the first failing test. A candidate that did not pass on the original code runs none and
+/// kills none: its `kept` still counts in the score's denominator.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Mutation {
+    /// The kept mutants inside the instance's focus (Task II: its target's body; Task III: its
+    /// blocks); `None` (written -1) when no pass applies: no `--mutation`, no record for the
+    /// problem, Task I, C++.
+    #[serde(default, with = "wire::minus_one")]
+    pub kept: Option<u32>,
+    /// Mutants run: all of `kept` when the candidate passed on the original code, else 0.
+    pub run: u32,
+    /// Mutants on which the candidate's run did not pass (a failed test, an error, a limit).
+    pub killed: u32,
+    /// The same counts by operator family, in name order.
+    pub operators: Vec<OperatorKills>,
+    /// The ids of the mutants run that the candidate let live, in the sidecar's order.
+    pub survived: Vec<String>,
+    /// Mutant runs made cold because the warm worker had already executed the mutated file
+    /// (a module its conftests import).
+    pub cold: u32,
+    /// Timing of all mutant runs: excluded by name when outputs are compared.
+    pub duration_secs: f64,
+}
+
+/// One operator family's share of a [`Mutation`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OperatorKills {
+    /// `arithmetic`, `boundary`, … (`KeptMutant::operator`).
+    pub operator: String,
+    pub kept: u32,
+    pub killed: u32,
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -209,6 +209,7 @@ mod tests {
             stderr_tail: String::new(),
             scoring: [("mask".to_string(), json!("<MASK>"))].into(),
             duration_secs: 0.0,
+            mutation: Default::default(),
         }
     }
 
@@ -241,6 +242,8 @@ mod tests {
         assert_eq!(v["message"], "");
         assert_eq!(v["tests"][0]["message"], "");
         assert_eq!(v["scoring"], r#"{"mask":"<MASK>"}"#);
+        assert_eq!(v["mutation"]["kept"], -1);
+        assert_eq!(v["mutation"]["operators"], json!([]));
         assert_eq!(serde_json::from_value::<RunResult>(v).unwrap(), r);
 
         let g = response();
@@ -270,8 +273,22 @@ mod tests {
         r.exit_code = Some(0);
         r.signal = Some(9);
         r.message = Some("boom".into());
+        r.mutation = Mutation {
+            kept: Some(0),
+            run: 0,
+            killed: 0,
+            operators: vec![OperatorKills {
+                operator: "boundary".into(),
+                kept: 0,
+                killed: 0,
+            }],
+            survived: vec!["a.py:1:1:boundary:0".into()],
+            cold: 1,
+            duration_secs: 0.5,
+        };
         let v = no_nulls(&r);
         assert_eq!(v["limit_hit"], "wall_clock");
+        assert_eq!(v["mutation"]["kept"], 0);
         assert_eq!(serde_json::from_value::<RunResult>(v).unwrap(), r);
 
         let mut g = response();
@@ -315,9 +332,11 @@ mod tests {
         v["scoring"] = json!({"mask": "<MASK>"});
         v["schema_version"] = json!(1);
         v.as_object_mut().unwrap().remove("answer");
+        v.as_object_mut().unwrap().remove("mutation");
         let read: RunResult = serde_json::from_value(v).unwrap();
         assert_eq!(read.scoring, run_result().scoring);
         assert_eq!(read.exit_code, None);
+        assert_eq!(read.mutation, Mutation::default());
 
         let calibrated = json!({
             "kind": "calibrated_problem", "schema_version": 1, "id": "p", "repo": "r",

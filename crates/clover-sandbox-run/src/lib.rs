@@ -557,6 +557,7 @@ pub fn unrun_result(id: String, outcome: Outcome) -> RunResult {
         stderr_tail: String::new(),
         scoring: Default::default(),
         duration_secs: 0.0,
+        mutation: Default::default(),
     }
 }
 

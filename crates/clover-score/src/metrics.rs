@@ -507,6 +507,7 @@ mod tests {
             stderr_tail: String::new(),
             scoring: serde_json::from_value(scoring).unwrap(),
             duration_secs: 0.0,
+            mutation: Default::default(),
         }
     }
 

@@ -53,6 +53,7 @@ fn result(
         stderr_tail: String::new(),
         scoring: serde_json::from_value(scoring).unwrap(),
         duration_secs: 0.1,
+        mutation: Default::default(),
     }
 }
 
