@@ -10,3 +10,4 @@ mod pipeline;
 mod resume;
 mod shards;
 mod support;
+mod warm;

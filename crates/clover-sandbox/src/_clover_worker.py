@@ -219,6 +219,14 @@ class Zygote:
                 compileall.compile_dir(path, quiet=2)
             elif os.path.isfile(path):
                 compileall.compile_file(path, quiet=2)
+        # The files the zygote has executed: a candidate that brings its own version of one
+        # (a conftest, a module the conftests imported, a mutant of the package) would not be
+        # read again in the fork, so such a candidate runs cold.
+        self.loaded = {
+            os.path.realpath(f)
+            for f in (getattr(m, "__file__", None) for m in list(sys.modules.values()))
+            if isinstance(f, str)
+        }
         import threading
 
         if threading.active_count() != 1:
@@ -341,6 +349,14 @@ class Zygote:
         """C, once its candidate came: writes the files, runs it, answers."""
         lim = req["limits"]
         repo = self.repo
+        for f in req["files"]:
+            path = os.path.realpath(os.path.join(repo, f["path"]))
+            if path in self.loaded:
+                _write_frame(
+                    answer_fd,
+                    {"refused": "the candidate replaces %s, which the worker has loaded" % f["path"]},
+                )
+                return 0
         out_r, out_fd = os.pipe()
         err_r, err_fd = os.pipe()
         for f in req["files"]:

@@ -208,6 +208,9 @@ impl Worker {
         if let Some(fatal) = answer.get("fatal").and_then(Value::as_str) {
             return Err(ColdReason::Refused(last_line(fatal)));
         }
+        if let Some(why) = answer.get("refused").and_then(Value::as_str) {
+            return Err(ColdReason::Refused(why.to_string()));
+        }
         let after = self.process.cgroup.stats();
         let mut stats = after;
         stats.oom_kills = after.oom_kills.saturating_sub(before.oom_kills);

@@ -187,3 +187,114 @@ fn cost_per_candidate() {
         median(own) * 1e3
     );
 }
+
+/// What containment promises a cold run holds for a warm candidate too, checked from inside
+/// by a test file that passes only when it does, run warm and cold: no network but its own
+/// loopback, no capability, no key calls, nothing of the worker's processes to see or signal,
+/// no user namespace to make, no way back to the host's files.
+#[test]
+fn a_warm_candidate_is_contained_as_a_cold_one() {
+    let Some(py) = clover_testkit::python() else {
+        return;
+    };
+    let Some(sb) = sandbox() else { return };
+    let checks = r#"
+import ctypes, errno, os, platform, socket
+
+libc = ctypes.CDLL(None, use_errno=True)
+KEYCTL = {"x86_64": 250, "aarch64": 219}[platform.machine()]
+
+def test_only_its_own_loopback():
+    s = socket.socket()
+    s.settimeout(2)
+    try:
+        s.connect(("192.0.2.1", 80))
+        assert False, "an outside address was reached"
+    except OSError as e:
+        assert e.errno in (errno.ENETUNREACH, errno.EHOSTUNREACH, errno.ETIMEDOUT, errno.EINVAL), e
+    names = [n for _, n in socket.if_nameindex()]
+    assert names == ["lo"], names
+
+def test_no_capability_at_all():
+    status = dict(l.split(":", 1) for l in open("/proc/self/status").read().splitlines() if ":" in l)
+    for cap in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"):
+        assert int(status[cap].strip(), 16) == 0, (cap, status[cap])
+    assert int(status["NoNewPrivs"].strip()) == 1
+    assert os.getuid() == 65534 and os.getgid() == 65534
+
+def test_key_calls_are_refused():
+    r = libc.syscall(KEYCTL, 0, -3, 0)
+    assert r == -1 and ctypes.get_errno() == errno.EPERM
+
+def test_no_other_process_to_see_or_signal():
+    mine = {p for p in os.listdir("/proc") if p.isdigit()}
+    for p in mine:
+        assert os.stat("/proc/" + p).st_uid == 65534, p
+    try:
+        os.kill(1, 0)
+        raise AssertionError("pid 1 took a signal")
+    except PermissionError:
+        pass
+
+def test_no_user_namespace():
+    assert libc.unshare(0x10000000) == -1
+
+def test_no_host_files():
+    assert not os.path.exists("/root/.bash_history")
+    assert not os.path.exists("/etc/shadow") or not os.access("/etc/shadow", os.R_OK)
+    for d in ("/home", "/srv", "/var/lib"):
+        assert not os.path.exists(d) or not os.listdir(d), d
+"#;
+    let run = candidate(&py, "tests/test_clover_containment.py", checks);
+    let cold = run.run(&sb).unwrap();
+    let pool = WarmPool::new();
+    let warm = run.run_warm(&sb, &pool).unwrap();
+    let failed = |r: &PytestResult| {
+        r.tests
+            .iter()
+            .filter(|t| t.outcome != clover_protocol::TestOutcome::Passed)
+            .map(|t| format!("{}: {:?}", t.name, t.message))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(cold.outcome, Outcome::Passed, "cold: {:?}", failed(&cold));
+    assert_eq!(
+        warm.outcome,
+        Outcome::Passed,
+        "warm: {:?} {:?}",
+        failed(&warm),
+        warm.message
+    );
+    assert_eq!(warm.tests.len(), 6);
+}
+
+/// A candidate that brings its own version of a file the worker has already executed (here
+/// the fixture's conftest) cannot be served by a fork, which would not read it again: it
+/// runs cold, and says so.
+#[test]
+fn a_candidate_replacing_a_loaded_file_runs_cold() {
+    let Some(py) = clover_testkit::python() else {
+        return;
+    };
+    let Some(sb) = sandbox() else { return };
+    let conftest = std::fs::read_to_string(fixture().join("tests/conftest.py")).unwrap();
+    let mut run = candidate(
+        &py,
+        "tests/test_clover_candidate.py",
+        "def test_marker(clover_marker):\n    assert clover_marker == 7\n",
+    );
+    run.files.push(WriteFile {
+        path: "tests/conftest.py".into(),
+        contents: format!(
+            "{conftest}\n\nimport pytest\n\n@pytest.fixture\ndef clover_marker():\n    return 7\n"
+        )
+        .into_bytes(),
+    });
+    let pool = WarmPool::new();
+    let warm = run.run_warm(&sb, &pool).unwrap();
+    assert_eq!(warm.outcome, Outcome::Passed, "{:?}", warm.message);
+    let message = warm.message.unwrap_or_default();
+    assert!(
+        message.contains("ran cold") && message.contains("tests/conftest.py"),
+        "{message}"
+    );
+}
