@@ -50,6 +50,7 @@ use crate::report::{parse_cobertura_lines, parse_junit, FileLines};
 use crate::spec::{Collected, ExitStatus, Limits, RunOutput, RunSpec, WriteFile};
 use crate::{Sandbox, SandboxError};
 
+mod gcov;
 mod pch;
 
 const LIB_DIR: &str = ".clover-build/lib";
@@ -97,6 +98,10 @@ pub struct FastBuild {
     /// test file's own lines are never read, and instrumenting its test bodies is most of the
     /// cost of `--coverage` there.
     pub narrow_instrumentation: bool,
+    /// Read coverage from gcov's own output, as gcovr would (`gtest/gcov.rs`), rather than
+    /// start gcovr for every run; gcovr still reads what this reader does not do the same
+    /// way (exclusion markers).
+    pub gcov_reader: bool,
 }
 
 impl FastBuild {
@@ -105,12 +110,14 @@ impl FastBuild {
         precompiled_headers: true,
         fast_linker: true,
         narrow_instrumentation: true,
+        gcov_reader: true,
     };
     /// Every candidate compiled whole, instrumented whole and linked by the default linker.
     pub const NONE: FastBuild = FastBuild {
         precompiled_headers: false,
         fast_linker: false,
         narrow_instrumentation: false,
+        gcov_reader: false,
     };
 }
 
@@ -792,6 +799,8 @@ pub struct GtestResult {
     pub run: RunOutput,
     /// The test file was compiled against a precompiled header of its include prefix.
     pub precompiled_header: bool,
+    /// Its coverage was read from gcov's output here, not from gcovr's report.
+    pub gcov_read: bool,
 }
 
 impl<'a> GtestRun<'a> {
@@ -830,6 +839,7 @@ impl<'a> GtestRun<'a> {
             lib: &lib,
             notes: notes.as_deref(),
             limits: &self.limits,
+            gcov_reader: cache.fast.gcov_reader,
         }
         .result(sandbox, run)?;
         result.precompiled_header = precompiled;
@@ -891,6 +901,7 @@ impl<'a> GtestRun<'a> {
                     coverage_problem: None,
                     run,
                     precompiled_header: plan.pch.is_some(),
+                    gcov_read: false,
                 }));
             }
         };
@@ -903,6 +914,7 @@ impl<'a> GtestRun<'a> {
             binary,
             precompiled_header: precompiled,
             note,
+            gcov_reader: cache.fast.gcov_reader,
         }))
     }
 
@@ -1196,6 +1208,7 @@ fn compile_error(run: &RunOutput) -> Option<GtestResult> {
         coverage_problem: None,
         run: run.clone(),
         precompiled_header: false,
+        gcov_read: false,
     })
 }
 
@@ -1215,6 +1228,7 @@ pub struct TestBinary<'a> {
     /// How it was built: against a precompiled header, or why not.
     precompiled_header: bool,
     note: Option<String>,
+    gcov_reader: bool,
 }
 
 impl TestBinary<'_> {
@@ -1248,6 +1262,7 @@ impl TestBinary<'_> {
             lib: &self.lib,
             notes: self.notes.as_deref(),
             limits,
+            gcov_reader: self.gcov_reader,
         }
         .result(sandbox, run)?;
         result.precompiled_header = self.precompiled_header;
@@ -1270,6 +1285,8 @@ struct Measure<'a> {
     /// The test file's coverage notes, when its build left them.
     notes: Option<&'a [u8]>,
     limits: &'a Limits,
+    /// Read gcov's output here rather than run gcovr ([`FastBuild::gcov_reader`]).
+    gcov_reader: bool,
 }
 
 /// A collected file read whole, or `None`.
@@ -1338,11 +1355,15 @@ impl Measure<'_> {
                 run.stderr.tail(600)
             )
         });
+        let mut gcov_read = false;
         let lines = if gcda.is_empty() {
             Vec::new()
         } else {
             match self.coverage(sandbox, gcda)? {
-                Ok(lines) => lines,
+                Ok((lines, by_gcov)) => {
+                    gcov_read = by_gcov;
+                    lines
+                }
                 Err(why) => {
                     coverage_problem.get_or_insert(why);
                     Vec::new()
@@ -1373,68 +1394,28 @@ impl Measure<'_> {
             coverage_problem,
             run,
             precompiled_header: false,
+            gcov_read,
         })
     }
 
-    /// Runs gcovr over the counters of one run, in a view of its own. The inner `Err` says
-    /// why gcovr gave no lines.
+    /// The lines of the library's files that one run's counters cover, read in a view of
+    /// their own by gcov (`true`) or gcovr. The inner `Err` says why there are none.
     fn coverage(
         &self,
         sandbox: &Sandbox,
         gcda: Vec<(PathBuf, Vec<u8>)>,
-    ) -> Result<Result<Vec<FileLines>, String>, SandboxError> {
-        let repo = self.repo;
-        let mut spec = RunSpec::new(
-            repo,
-            [
-                OsString::from("gcovr"),
-                "--root".into(),
-                repo.into(),
-                "--cobertura".into(),
-                COVERAGE_XML.into(),
-                BUILD_DIR.into(),
-            ],
-        );
-        spec.files = self
-            .lib
-            .objects
-            .iter()
-            .map(|o| WriteFile {
-                path: o.path("gcno"),
-                contents: o.gcno.clone(),
-            })
-            .chain(self.notes.map(|n| WriteFile {
-                path: CANDIDATE_GCNO.into(),
-                contents: n.to_vec(),
-            }))
-            .chain(self.notes.map(|_| self.test_file.clone()))
-            .chain(
-                gcda.into_iter()
-                    .map(|(path, contents)| WriteFile { path, contents }),
-            )
-            .collect();
-        spec.writable_dirs = vec![BUILD_DIR.into(), LIB_DIR.into(), OUT_DIR.into()];
-        spec.collect = vec![COVERAGE_XML.into()];
-        spec.limits = Limits {
-            wall: Duration::from_secs(120),
-            cpu_secs: 120,
-            ..self.limits.clone()
+    ) -> Result<Result<(Vec<FileLines>, bool), String>, SandboxError> {
+        let read = match self.gcov_reader {
+            true => self.gcov(sandbox, &gcda)?,
+            false => None,
         };
-        let out = sandbox.run(&spec)?;
-        let Some(bytes) = out.file(COVERAGE_XML).and_then(Collected::bytes) else {
-            let ended = match (out.limit_hit, out.exit) {
-                (Some(l), _) => format!("hit its {l} limit"),
-                (None, ExitStatus::Code(c)) => format!("exited with {c}"),
-                (None, ExitStatus::Signal(s)) => format!("was killed by signal {s}"),
-            };
-            return Ok(Err(format!(
-                "gcovr wrote no coverage report: it {ended}: {}",
-                out.stderr.tail(1000).trim()
-            )));
-        };
-        let mut cov = match parse_cobertura_lines(bytes, repo) {
-            Ok(cov) => cov,
-            Err(e) => return Ok(Err(format!("gcovr's coverage report is unreadable: {e}"))),
+        let by_gcov = read.is_some();
+        let mut cov = match read {
+            Some(cov) => cov,
+            None => match self.gcovr(sandbox, gcda)? {
+                Ok(cov) => cov,
+                Err(why) => return Ok(Err(why)),
+            },
         };
         let dirs: Vec<&Path> = self
             .project
@@ -1455,7 +1436,126 @@ impl Measure<'_> {
                     .iter()
                     .any(|d| *d == Path::new(".") || path.starts_with(d))
         });
-        Ok(Ok(cov))
+        Ok(Ok((cov, by_gcov)))
+    }
+
+    /// The view that reads the counters: every object's notes, the counters the run left,
+    /// and the test file beside its notes.
+    fn coverage_view(&self, argv: Vec<OsString>, gcda: Vec<(PathBuf, Vec<u8>)>) -> RunSpec {
+        let mut spec = RunSpec::new(self.repo, argv);
+        spec.files = self
+            .lib
+            .objects
+            .iter()
+            .map(|o| WriteFile {
+                path: o.path("gcno"),
+                contents: o.gcno.clone(),
+            })
+            .chain(self.notes.map(|n| WriteFile {
+                path: CANDIDATE_GCNO.into(),
+                contents: n.to_vec(),
+            }))
+            .chain(self.notes.map(|_| self.test_file.clone()))
+            .chain(
+                gcda.into_iter()
+                    .map(|(path, contents)| WriteFile { path, contents }),
+            )
+            .collect();
+        spec.writable_dirs = vec![BUILD_DIR.into(), LIB_DIR.into(), OUT_DIR.into()];
+        spec.limits = Limits {
+            wall: Duration::from_secs(120),
+            cpu_secs: 120,
+            ..self.limits.clone()
+        };
+        spec
+    }
+
+    /// gcov run on each object (whose counters the run left or not: gcov then counts zero,
+    /// as gcovr does with notes alone), its output read by [`gcov::read_gcov`]. `None` when
+    /// gcovr is to read them instead: gcov failed, or its output holds what the reader does
+    /// not read as gcovr does.
+    fn gcov(
+        &self,
+        sandbox: &Sandbox,
+        gcda: &[(PathBuf, Vec<u8>)],
+    ) -> Result<Option<Vec<FileLines>>, SandboxError> {
+        let objects: Vec<PathBuf> = self
+            .lib
+            .objects
+            .iter()
+            .map(|o| o.path("gcda"))
+            .chain(self.notes.map(|_| PathBuf::from(CANDIDATE_GCDA)))
+            .collect();
+        let output = |i: usize| format!("{OUT_DIR}/gcov-{i}.txt");
+        let script: String = objects
+            .iter()
+            .enumerate()
+            .map(|(i, o)| {
+                format!(
+                    "gcov --stdout {} > {} 2>/dev/null\n",
+                    sh_quote(&o.to_string_lossy()),
+                    output(i)
+                )
+            })
+            .collect();
+        let mut spec = self.coverage_view(
+            ["/bin/sh", "-c", script.as_str()]
+                .map(OsString::from)
+                .to_vec(),
+            gcda.to_vec(),
+        );
+        spec.collect = (0..objects.len()).map(|i| output(i).into()).collect();
+        let out = sandbox.run(&spec)?;
+        let mut texts = Vec::new();
+        for i in 0..objects.len() {
+            match out.file(output(i)) {
+                Some(Collected::Read {
+                    bytes,
+                    truncated: false,
+                }) if out.exit.success() => texts.push(String::from_utf8_lossy(bytes)),
+                _ => return Ok(None),
+            }
+        }
+        let texts: Vec<&str> = texts.iter().map(|t| t.as_ref()).collect();
+        Ok(gcov::read_gcov(&texts, self.repo).ok())
+    }
+
+    /// gcovr over the counters, its Cobertura report read back. The inner `Err` says why
+    /// gcovr gave no lines.
+    fn gcovr(
+        &self,
+        sandbox: &Sandbox,
+        gcda: Vec<(PathBuf, Vec<u8>)>,
+    ) -> Result<Result<Vec<FileLines>, String>, SandboxError> {
+        let repo = self.repo;
+        let mut spec = self.coverage_view(
+            vec![
+                OsString::from("gcovr"),
+                "--root".into(),
+                repo.into(),
+                "--cobertura".into(),
+                COVERAGE_XML.into(),
+                BUILD_DIR.into(),
+            ],
+            gcda,
+        );
+        spec.collect = vec![COVERAGE_XML.into()];
+        let out = sandbox.run(&spec)?;
+        let Some(bytes) = out.file(COVERAGE_XML).and_then(Collected::bytes) else {
+            let ended = match (out.limit_hit, out.exit) {
+                (Some(l), _) => format!("hit its {l} limit"),
+                (None, ExitStatus::Code(c)) => format!("exited with {c}"),
+                (None, ExitStatus::Signal(s)) => format!("was killed by signal {s}"),
+            };
+            return Ok(Err(format!(
+                "gcovr wrote no coverage report: it {ended}: {}",
+                out.stderr.tail(1000).trim()
+            )));
+        };
+        Ok(match parse_cobertura_lines(bytes, repo) {
+            Ok(cov) => Ok(cov),
+            Err(e) => Err(format!("gcovr's coverage report is unreadable: {e}")),
+        })
     }
 }
 

@@ -92,6 +92,11 @@ fn same_with_and_without(sb: &Sandbox, runs: &[GtestRun], with_prefix: &[bool]) 
             "{name}: {:?}",
             second.message
         );
+        let measured = second.outcome != Outcome::CompileError;
+        assert!(
+            !before.gcov_read && second.gcov_read == measured,
+            "{name}: gcov's output read here"
+        );
         assert_eq!(reading(&before), reading(&first), "{name}: first fast run");
         assert_eq!(
             reading(&before),
