@@ -38,6 +38,10 @@ use crate::{corpus, setup, step};
 const BEGIN: &str = "<!-- bench-corpus: begin -->";
 const END: &str = "<!-- bench-corpus: end -->";
 
+/// CLOVER's instances per model (its three tasks over every setting), and the cores of the
+/// machine the projection assumes.
+const CLOVER_INSTANCES: usize = 5312;
+const CLOVER_CORES: usize = 2;
 /// The settings whose instances are answered and run.
 const RUN_SETTINGS: &[&str] = &["po"];
 /// The oracle and the trivial baseline (copy the other operand in Task I, `assert True`
@@ -160,13 +164,20 @@ pub fn run(root: &Path, names: &[String], build: bool) -> Result<()> {
     let built = keep_settings(Path::new(&instances), Path::new(&to_run))?;
 
     let mut results = Vec::new();
+    let mut warm_cold = Vec::new();
     for model in MODELS {
         let responses = file(&format!("responses-{model}.jsonl"));
         let result = file(&format!("results-{model}.jsonl"));
         #[rustfmt::skip]
         stage("generate", model, &[&to_run, "--model", model, "-o", &responses])?;
         #[rustfmt::skip]
-        stage("sandbox-run", model, &[&responses, "--manifest", &m, "-o", &result])?;
+        let warm = stage("sandbox-run", model, &[&responses, "--manifest", &m, "-o", &result])?;
+        // The same responses through the cold path: the records must agree, and the warm
+        // path's time is set beside the cold one's.
+        let cold_result = file(&format!("results-{model}-cold.jsonl"));
+        #[rustfmt::skip]
+        let cold = stage("sandbox-run", &format!("{model} --cold"), &[&responses, "--manifest", &m, "--cold", "-o", &cold_result])?;
+        warm_cold.push(WarmCold::compare(model, warm, cold, &result, &cold_result)?);
         results.push(result);
     }
     let report = file("score.json");
@@ -193,6 +204,7 @@ pub fn run(root: &Path, names: &[String], build: bool) -> Result<()> {
         durations,
         suites,
         flat,
+        warm_cold,
         xtask_kib: vm_hwm_kib("/proc/self/status").unwrap_or(0),
         total_secs: started.elapsed().as_secs_f64(),
     };
@@ -697,8 +709,89 @@ struct Figures {
     suites: Vec<Suite>,
     flat: Vec<Flat>,
     /// This command's own peak: the floor of every `wait4` figure.
+    warm_cold: Vec<WarmCold>,
     xtask_kib: u64,
     total_secs: f64,
+}
+
+/// One model's responses through sandbox-run warm (the default) and `--cold`.
+struct WarmCold {
+    model: String,
+    warm: Measured,
+    cold: Measured,
+    /// Python results, and the Σ of their run seconds either way.
+    python: usize,
+    warm_python_secs: f64,
+    cold_python_secs: f64,
+    /// Warm results that ran cold, and why (the first few).
+    fell_back: usize,
+    why: Vec<String>,
+    /// Results whose outcome, tests or coverage differ between the two, by id.
+    differ: Vec<String>,
+}
+
+impl WarmCold {
+    fn compare(model: &str, warm: Measured, cold: Measured, w: &str, c: &str) -> Result<WarmCold> {
+        let read = |path: &str| -> Result<Vec<RunResult>> {
+            let mut reader = RecordReader::new(
+                BufReader::new(std::fs::File::open(path)?),
+                path,
+                DEFAULT_MAX_LINE_BYTES,
+            );
+            let mut out = Vec::new();
+            while let Some(r) = reader.next_record::<RunResult>() {
+                out.push(r?.1);
+            }
+            Ok(out)
+        };
+        let (w, c) = (read(w)?, read(c)?);
+        let mut out = WarmCold {
+            model: model.into(),
+            warm,
+            cold,
+            python: 0,
+            warm_python_secs: 0.0,
+            cold_python_secs: 0.0,
+            fell_back: 0,
+            why: Vec::new(),
+            differ: Vec::new(),
+        };
+        let cold_by_id: BTreeMap<&str, &RunResult> = c.iter().map(|r| (r.id.as_str(), r)).collect();
+        // What the scoring reads: the outcome, each test's name and outcome, the lines.
+        let verdict = |r: &RunResult| {
+            let tests: Vec<_> = r
+                .tests
+                .iter()
+                .map(|t| (t.classname.clone(), t.name.clone(), t.outcome))
+                .collect();
+            (r.outcome, tests, r.coverage.clone())
+        };
+        for r in &w {
+            let Some(k) = cold_by_id.get(r.id.as_str()) else {
+                out.differ.push(format!("{} (no cold result)", r.id));
+                continue;
+            };
+            if verdict(r) != verdict(k) {
+                out.differ.push(r.id.clone());
+            }
+            if r.task != Some(Task::CppUnitTest) {
+                out.python += 1;
+                out.warm_python_secs += r.duration_secs;
+                out.cold_python_secs += k.duration_secs;
+            }
+            if let Some(m) = r
+                .message
+                .as_deref()
+                .and_then(|m| m.split("ran cold: ").nth(1))
+            {
+                out.fell_back += 1;
+                if out.why.len() < 3 {
+                    out.why.push(m.trim_end_matches(')').to_string());
+                }
+            }
+        }
+        Ok(out)
+    }
 }
 
 fn mib(kib: u64) -> String {
@@ -722,6 +815,21 @@ impl Figures {
                     s.metric,
                     pct(ORACLE_TARGET)
                 )),
+            }
+        }
+        for wc in &self.warm_cold {
+            if !wc.differ.is_empty() {
+                out.push(format!(
+                    "{}: {} result(s) differ between the warm and the cold path: {}",
+                    wc.model,
+                    wc.differ.len(),
+                    wc.differ
+                        .iter()
+                        .take(5)
+                        .cloned()
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
             }
         }
         for f in &self.flat {
@@ -797,6 +905,45 @@ impl Figures {
                 md,
                 "| {} | {} | {} | {} | {excluded} | {n} | {secs:.0} |",
                 p.name, p.language, p.problems, p.kept
+            )?;
+        }
+
+        writeln!(md, "\n### Warm and cold runs\n")?;
+        writeln!(
+            md,
+            "sandbox-run ran each model's responses twice: warm (the default: a fork of a warm \
+             pytest worker per candidate) and `--cold` (a fresh interpreter per candidate). \
+             Outcome, tests and coverage must agree record for record. Σ run seconds are the \
+             Python results' own `duration_secs`; CLOVER scale projects the warm time per \
+             Python candidate to the paper's 5,312 instances on {CLOVER_CORES} cores.\n"
+        )?;
+        writeln!(
+            md,
+            "| model | Python results | Σ run s warm | Σ run s cold | warm / cold | stage wall warm / cold | CLOVER scale | ran cold | results that differ |"
+        )?;
+        writeln!(md, "|---|---:|---:|---:|---:|---|---:|---|---:|")?;
+        for wc in &self.warm_cold {
+            let ratio = wc.warm_python_secs / wc.cold_python_secs.max(1e-9);
+            let per = wc.warm_python_secs / (wc.python.max(1) as f64);
+            let projected = per * CLOVER_INSTANCES as f64 / CLOVER_CORES as f64;
+            let fell = if wc.fell_back == 0 {
+                "0".to_string()
+            } else {
+                format!("{} ({})", wc.fell_back, wc.why.join("; "))
+            };
+            writeln!(
+                md,
+                "| {} | {} | {:.1} | {:.1} | {:.3}× ({:.1}× fewer) | {:.0} s / {:.0} s | {:.1} min | {fell} | {} |",
+                wc.model,
+                wc.python,
+                wc.warm_python_secs,
+                wc.cold_python_secs,
+                ratio,
+                1.0 / ratio.max(1e-9),
+                wc.warm.secs,
+                wc.cold.secs,
+                projected / 60.0,
+                wc.differ.len()
             )?;
         }
 
@@ -1192,6 +1339,7 @@ mod tests {
             scores,
             failures: vec!["a#1 [assertion_cloze, Failed]: a | b".into()],
             durations: BTreeMap::new(),
+            warm_cold: Vec::new(),
             suites: Vec::new(),
             flat: vec![Flat {
                 stage: "score",
