@@ -365,8 +365,6 @@ mod tests {
             assert!((got - share).abs() < 0.01, "{report:?}");
         }
         assert!(report.warnings().is_empty(), "{:?}", report.warnings());
-        // The same counts in any order give the same splits.
-        assert_eq!(assign_splits(&c, r), assign_splits(&c.clone(), r));
     }
 
     #[test]
