@@ -208,6 +208,8 @@ class Zygote:
                     except Exception:
                         continue
                     self.reporters[key] = fr
+        if self.cov is not None:
+            self.untraced_rewrite()
         # Bytecode for the package under test, compiled once here into the worker's view (so
         # every candidate's view has it): a cold run compiles each module it imports anew.
         # Same code objects, same lines; coverage does not tell them apart.
@@ -236,6 +238,26 @@ class Zygote:
             )
         gc.collect()
         gc.freeze()
+
+    def untraced_rewrite(self):
+        """pytest's assertion rewriting of a test file runs with coverage.py's tracer paused.
+
+        It only reads, parses and compiles the file: no line of any measured file runs in it,
+        so nothing it could record is lost, but under the tracer every call of pytest's AST
+        visitor pays for a trace event, and rewriting was most of collecting a candidate."""
+        from _pytest.assertion import rewrite
+
+        original = rewrite._rewrite_test
+        collector = self.cov._collector
+
+        def rewrite_test(fn, config):
+            collector.pause()
+            try:
+                return original(fn, config)
+            finally:
+                collector.resume()
+
+        rewrite._rewrite_test = rewrite_test
 
     def rootdir(self):
         return (str(self.config.rootpath), str(self.config.inipath or ""))
