@@ -285,6 +285,38 @@ fn import_time_of(node: tree_sitter::Node, lines: &mut Vec<u32>) {
     }
 }
 
+/// The lines of `source` a run that covered `covered` reached, so that only mutants the run
+/// could notice are drawn. coverage.py reports a statement by its first line, so a statement
+/// whose first line is covered brings all its lines (a call written over three lines), and a
+/// compound statement or clause (`if`, `elif`, `for`, `while`, `with`, `except`, `def`) brings
+/// its header up to its block (a condition over two lines), never the block, whose statements
+/// count for themselves. A source tree-sitter cannot parse is reached where it was covered.
+pub fn reached_lines(source: &str, covered: &LineRanges) -> LineRanges {
+    let Some(tree) = parse_python(source) else {
+        return covered.clone();
+    };
+    let mut lines = Vec::new();
+    let mut stack = vec![tree.root_node()];
+    while let Some(node) = stack.pop() {
+        let start = node.start_position().row;
+        let mut cursor = node.walk();
+        let children: Vec<_> = node.named_children(&mut cursor).collect();
+        let block = children.iter().find(|c| c.kind() == "block");
+        let simple = block.is_none() && node.kind().ends_with("_statement");
+        let end = match block {
+            Some(b) => Some(b.start_position().row.saturating_sub(1).max(start)),
+            None => simple.then(|| node.end_position().row),
+        };
+        if let Some(end) = end.filter(|_| covered.contains(start as u32 + 1)) {
+            lines.extend((start..=end).map(|r| r as u32 + 1));
+        }
+        if !simple {
+            stack.extend(children);
+        }
+    }
+    LineRanges::from_lines(lines)
+}
+
 /// Whether a function or class is defined anywhere below `node`.
 fn holds_definition(node: tree_sitter::Node) -> bool {
     if matches!(node.kind(), "function_definition" | "class_definition") {
@@ -545,6 +577,30 @@ class Ledger:
 def unused():
     return 1
 ";
+
+    #[test]
+    fn reached_lines_are_whole_statements_and_headers_from_their_first_line() {
+        let src = "\
+def f(a, b):
+    if (a and
+            b):
+        g(1,
+          2)
+    elif a:
+        return 3
+    for x in (1,
+              2):
+        pass
+    return h(
+        4)
+";
+        // coverage.py's lines of a run with `a` and `b` true, the loop never reached.
+        let covered = LineRanges::from_lines([2, 4, 11]);
+        let got: Vec<u32> = reached_lines(src, &covered).iter().collect();
+        // The `if` header (2-3), the whole call (4-5), the whole return (11-12); not the
+        // `elif` (6), its body (7) or the loop (8-10).
+        assert_eq!(got, [2, 3, 4, 5, 11, 12]);
+    }
 
     #[test]
     fn import_time_lines_leave_function_bodies_out() {

@@ -11,13 +11,16 @@ use std::path::PathBuf;
 
 use clover_manifest::RepoConfig;
 use clover_mutate::{
-    keep_killed, mutants, problem_focus, problem_mutants, problem_seed, Mutant, Mutants, Sampling,
-    SourceFile, Verdict,
+    keep_killed, mutants, problem_focus, problem_mutants, problem_seed, Focus, Mutant, Mutants,
+    Sampling, SourceFile, Verdict,
 };
-use clover_protocol::{CalibratedProblem, Language, Outcome, ProblemMutants, TestOutcome};
+use clover_protocol::{
+    CalibratedProblem, Language, LineRanges, Outcome, ProblemMutants, TestOutcome,
+};
 use clover_sandbox::pytest::PytestRun;
 use clover_sandbox::{Limits, Sandbox, SandboxError, WriteFile};
 
+use crate::analysis::reached_lines;
 use crate::node_of_case;
 
 /// Why a problem's mutants could not be judged (the problem's own record stands).
@@ -71,9 +74,10 @@ pub fn wants_mutants(record: &CalibratedProblem) -> bool {
 }
 
 /// Draws the sample of at most `max_mutants` mutants of `record`'s focal code (every target's
-/// body and every unique block, [`problem_focus`]) with the problem's seed (`run_seed` mixed
-/// with its id). The focal files are read from the repository as they are now: calibrate has
-/// just run the ground truth on them.
+/// body and every unique block, [`problem_focus`], on the lines its ground truth reached,
+/// [`reached_lines`]) with the problem's seed (`run_seed` mixed with its id). The focal files
+/// are read from the repository as they are now: calibrate has just run the ground truth on
+/// them.
 pub fn sample(
     repo: &RepoConfig,
     record: &CalibratedProblem,
@@ -90,7 +94,26 @@ pub fn sample(
                 source,
             }
         })?;
-        files.push((path, text, focus));
+        // A mutant of a line the ground truth never ran survives it whatever it changes: a
+        // run spent, and a place in the sample taken from one the ground truth could kill.
+        let covered = record
+            .base
+            .iter()
+            .find(|f| f.path == path)
+            .map(|f| f.lines.clone())
+            .unwrap_or_default();
+        let reached = reached_lines(&text, &covered);
+        let focus = match focus {
+            Focus::Lines(ranges) => {
+                let lines = LineRanges::from_lines(ranges.iter().flat_map(|&[a, b]| a..=b));
+                let lines = lines.difference(&lines.difference(&reached));
+                Focus::Lines(lines.ranges().to_vec())
+            }
+            other => other,
+        };
+        if focus != Focus::Lines(Vec::new()) {
+            files.push((path, text, focus));
+        }
     }
     let sampling = Sampling {
         max_mutants,
@@ -109,7 +132,7 @@ pub fn sample(
     })
 }
 
-type FocalFile = (String, String, clover_mutate::Focus);
+type FocalFile = (String, String, Focus);
 
 fn source_files(files: &[FocalFile]) -> Vec<SourceFile<'_>> {
     files

@@ -877,11 +877,12 @@ fn sidecar(path: &Path) -> Vec<ProblemMutants> {
     records
 }
 
-/// `src/a/biggest.py` has three mutation sites in its target's body: `>=` → `<` and the
-/// returned value → `None` change what `test_biggest` sees, `>=` → `>` (equal arguments)
-/// cannot. The sidecar keeps the two killed ones, each with the test that killed it, and
-/// records the equivalent one as survived; the failing problem of `test_address.py` gets no
-/// sidecar record.
+/// `src/a/biggest.py`'s target body has six mutation sites. The one on line 3 (`return b` →
+/// `return None`) is never drawn: `test_biggest` never runs that line, so no mutant there can
+/// be killed. Of the others, the `if` negated, `is` → `is not`, `>=` → `<` and the returned value
+/// → `None` change what the test sees, `>=` → `>` (equal arguments) cannot. The sidecar keeps
+/// the four killed ones, each with the test that killed it, and records the equivalent one as
+/// survived; the failing problem of `test_address.py` gets no sidecar record.
 #[test]
 fn the_mutants_sidecar_keeps_what_the_ground_truth_kills() {
     let Some((dir, input)) = pyedge_input(&["test_biggest.py", "test_address.py"]) else {
@@ -890,7 +891,7 @@ fn the_mutants_sidecar_keeps_what_the_ground_truth_kills() {
     let out = dir.path().join("out.jsonl");
     let stderr = calibrate_pyedge_to(&input, &out, &["--mutants"]);
     assert!(
-        stderr.contains("mutants: 1 problems, 3 sampled, 2 kept, 1 survived, 0 invalid, "),
+        stderr.contains("mutants: 1 problems, 5 sampled, 4 kept, 1 survived, 0 invalid, "),
         "{stderr}"
     );
     let records = sidecar(&dir.path().join("out.jsonl.mutants.jsonl"));
@@ -898,7 +899,7 @@ fn the_mutants_sidecar_keeps_what_the_ground_truth_kills() {
     let r = &records[0];
     assert_eq!(r.id, "pyedge/tests/test_biggest.py::test_biggest");
     assert_eq!(r.max_mutants, 20, "the default K");
-    assert_eq!(r.candidates, 3);
+    assert_eq!(r.candidates, 5, "the sites of the lines the test reached");
     let kept: Vec<(&str, &str, &[String])> = r
         .kept
         .iter()
@@ -914,11 +915,17 @@ fn the_mutants_sidecar_keeps_what_the_ground_truth_kills() {
     assert_eq!(
         kept,
         [
-            ("src/a/biggest.py:2:12:return_value:0", "None", &killer[..]),
-            ("src/a/biggest.py:2:19:comparison:0", "<", &killer[..]),
+            (
+                "src/a/biggest.py:2:8:negate_condition:0",
+                "not (a is None)",
+                &killer[..]
+            ),
+            ("src/a/biggest.py:2:10:comparison:0", "is not", &killer[..]),
+            ("src/a/biggest.py:4:12:return_value:0", "None", &killer[..]),
+            ("src/a/biggest.py:4:19:comparison:0", "<", &killer[..]),
         ]
     );
-    assert_eq!(r.survived, ["src/a/biggest.py:2:19:boundary:0"]);
+    assert_eq!(r.survived, ["src/a/biggest.py:4:19:boundary:0"]);
     assert!(r.invalid.is_empty());
 }
 

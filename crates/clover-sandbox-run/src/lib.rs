@@ -16,10 +16,20 @@
 //! measured once, with one result under the file's id ([`run_responses`] says how the stream
 //! holds them).
 //!
+//! With [`ResponseRunner::with_mutation`] (`--mutation SIDECAR`, calibrate's kept mutants) a
+//! Python candidate that passes is run again once per kept mutant of its instance's focus
+//! ([`mutation`]), each mutant's file written over the original beside the candidate in a
+//! fresh view, without coverage, pytest stopping at the first failing test; the result's
+//! `mutation` counts the mutants killed (the run did not pass) by operator. A mutant of a
+//! module the repository's conftests import runs cold (the warm worker has executed the
+//! original) and is counted so. C++ is not mutated: the GoogleTest runner builds the library
+//! under test from the repository as it stands, with no way to put a mutated source in.
+//!
 //! It deliberately decides no verdict of its own: outcomes come from the runner's judges
 //! (`clover_sandbox::pytest::judge`, the GoogleTest runner), and metrics are score's.
 
 pub mod cli;
+pub mod mutation;
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::path::{Path, PathBuf};
@@ -29,17 +39,19 @@ use std::time::{Duration, Instant};
 
 use clover_manifest::RepoConfig;
 use clover_protocol::{
-    ExecSpec, Language, OnError, Outcome, RecordKind, Response, RunResult, StageIo, Stopped, Task,
-    Usage, SCHEMA_VERSION,
+    ExecSpec, KeptMutant, Language, Mutation, OnError, Outcome, RecordKind, Response, RunResult,
+    StageIo, Stopped, Task, Usage, SCHEMA_VERSION,
 };
 
 use clover_sandbox::gtest::{CppProject, GtestRun, LibraryCache, LibraryError};
-use clover_sandbox::pytest::PytestRun;
+use clover_sandbox::pytest::{PytestResult, PytestRun};
 use clover_sandbox::{
     check_relative, CheckedInterpreters, Limits, OnceMap, RunOutput, Sandbox, SandboxError,
     WarmPool, WriteFile,
 };
 use clover_screen::{Finding, Screen};
+
+use mutation::Sidecar;
 
 /// Bytes of stdout and stderr kept in a result (the end of each stream).
 pub const TAIL_BYTES: usize = 8192;
@@ -70,6 +82,9 @@ pub struct ResponseRunner<'a> {
     runs: OnceMap<RunKey, Ran>,
     /// Results that took an identical candidate's run.
     reused: AtomicU64,
+    /// Calibrate's kept mutants (`--mutation`): a Python candidate that passes is run again
+    /// against each one of its instance's focus.
+    mutants: Option<Sidecar>,
 }
 
 /// What decides a run's result.
@@ -81,6 +96,8 @@ struct RunKey {
     text: String,
     selectors: Vec<String>,
     measured: bool,
+    /// The ids of the kept mutants the candidate is run against when it passes.
+    mutants: Vec<String>,
 }
 
 /// A run's result. Which response it was first made for is not recorded: that depends on
@@ -92,6 +109,8 @@ struct Ran {
     tests: Vec<clover_protocol::TestCase>,
     coverage: Vec<clover_protocol::FileCoverage>,
     message: Option<String>,
+    /// The mutation pass, when the candidate passed and had mutants to run.
+    mutation: Option<Mutation>,
 }
 
 #[derive(Debug)]
@@ -115,6 +134,14 @@ pub enum ResponseError {
     Library(#[from] LibraryError),
     #[error(transparent)]
     Sandbox(#[from] SandboxError),
+    #[error(transparent)]
+    Mutant(#[from] clover_mutate::MutateError),
+    #[error("mutant {id}: cannot read {path}: {source}")]
+    MutantSource {
+        id: String,
+        path: String,
+        source: std::io::Error,
+    },
     /// The interpreter cannot run any test: not a fault of one record, so the stage stops
     /// (exit 2, bad usage) instead of writing the same failure for every response.
     #[error("{0}")]
@@ -161,7 +188,15 @@ impl<'a> ResponseRunner<'a> {
             warm: Some(WarmPool::new()),
             runs: OnceMap::default(),
             reused: AtomicU64::new(0),
+            mutants: None,
         })
+    }
+
+    /// Runs each Python candidate that passes against the kept mutants of its instance's
+    /// focus in `sidecar` ([`mutation`]), and records the pass in `RunResult::mutation`.
+    pub fn with_mutation(mut self, sidecar: Sidecar) -> Self {
+        self.mutants = Some(sidecar);
+        self
     }
 
     /// How many results took the run of an identical candidate made for another response.
@@ -273,8 +308,14 @@ impl<'a> ResponseRunner<'a> {
     /// The result of `response` before anything ran (outcome `no_code`), once its repository
     /// is known to be one of ours.
     fn blank_result(&self, response: &Response) -> Result<RunResult, ResponseError> {
-        self.repo_of(response)?;
+        let repo = self.repo_of(response)?;
+        // Whatever happens next, the focus's mutants count: an answer without code, or whose
+        // tests fail on the original code, kills none of them.
+        let mutation = self
+            .focus_mutants(response, repo)
+            .map_or_else(Mutation::default, |m| mutation::unrun(&m));
         Ok(RunResult {
+            mutation,
             instance_id: response.instance_id.clone(),
             model: response.model.clone(),
             task: Some(response.task),
@@ -311,6 +352,12 @@ impl<'a> ResponseRunner<'a> {
                 clover_protocol::diag!("clover-sandbox-run: {}: {tools}", python.display());
             })?
             .map_err(ResponseError::Interpreter)
+    }
+
+    /// The kept mutants `response`'s candidate answers for, when there is a pass.
+    fn focus_mutants(&self, response: &Response, repo: &Repo) -> Option<Vec<KeptMutant>> {
+        let language = response.exec.language.unwrap_or(repo.config.language);
+        self.mutants.as_ref()?.for_response(response, language)
     }
 
     fn repo_of(&self, response: &Response) -> Result<&Repo, ResponseError> {
@@ -376,6 +423,7 @@ impl<'a> ResponseRunner<'a> {
         };
         // Task I is scored on its verdict alone: nothing is measured.
         let measured = response.task != Task::AssertionCloze;
+        let mutants = self.focus_mutants(response, repo).unwrap_or_default();
         let key = RunKey {
             repo: cfg.name.clone(),
             language,
@@ -383,6 +431,7 @@ impl<'a> ResponseRunner<'a> {
             text: file_text(&file),
             selectors: response.exec.selectors.clone(),
             measured,
+            mutants: mutants.iter().map(|m| m.id.clone()).collect(),
         };
         // `None`: the run another response was making for this candidate failed (and is
         // reported there); it is made again here.
@@ -393,10 +442,10 @@ impl<'a> ResponseRunner<'a> {
                 self.run_candidate(
                     response,
                     repo,
-                    language,
                     file.clone(),
                     limits.clone(),
                     measured,
+                    &mutants,
                 )
             })?;
             if let Some(ran) = made {
@@ -412,7 +461,11 @@ impl<'a> ResponseRunner<'a> {
             tests,
             coverage,
             message,
+            mutation,
         } = ran;
+        if let Some(mutation) = mutation {
+            result.mutation = mutation;
+        }
         fill(&mut result, &run);
         result.outcome = outcome;
         result.tests = tests;
@@ -441,12 +494,14 @@ impl<'a> ResponseRunner<'a> {
         &self,
         response: &Response,
         repo: &Repo,
-        language: Language,
         file: WriteFile,
         limits: Limits,
         measured: bool,
+        mutants: &[KeptMutant],
     ) -> Result<Ran, ResponseError> {
         let cfg = &repo.config;
+        let language = response.exec.language.unwrap_or(cfg.language);
+        let mut mutation = None;
         let (run, outcome, tests, coverage, message) = match language {
             Language::Python => {
                 let python = cfg
@@ -460,11 +515,11 @@ impl<'a> ResponseRunner<'a> {
                 } else {
                     response.exec.selectors.clone()
                 };
-                let r = PytestRun {
+                let invocation = PytestRun {
                     repo: cfg.root.clone(),
                     python,
                     targets,
-                    files: vec![file],
+                    files: vec![file.clone()],
                     cov_sources: if measured {
                         cfg.source_dirs
                             .iter()
@@ -477,10 +532,10 @@ impl<'a> ResponseRunner<'a> {
                     env: cfg.env.iter().map(|(k, v)| (k.into(), v.into())).collect(),
                     limits,
                 };
-                let r = match &self.warm {
-                    Some(pool) => r.run_warm(self.sandbox, pool)?,
-                    None => r.run(self.sandbox)?,
-                };
+                let r = self.run_pytest(&invocation)?;
+                if r.outcome == Outcome::Passed && !mutants.is_empty() {
+                    mutation = Some(self.run_mutants(cfg, &invocation, &file, mutants)?);
+                }
                 (r.run, r.outcome, r.tests, r.coverage, r.message)
             }
             Language::Cpp => {
@@ -500,7 +555,74 @@ impl<'a> ResponseRunner<'a> {
             tests,
             coverage,
             message,
+            mutation,
         })
+    }
+
+    fn run_pytest(&self, run: &PytestRun) -> Result<PytestResult, SandboxError> {
+        match &self.warm {
+            Some(pool) => run.run_warm(self.sandbox, pool),
+            None => run.run(self.sandbox),
+        }
+    }
+
+    /// Runs `candidate` (as `original` ran it) once per mutant, each mutant's file written
+    /// over its original beside the candidate in a fresh view, without coverage, pytest
+    /// stopping at the first failing test (`-x`): the candidate kills a mutant on which it
+    /// does not pass.
+    fn run_mutants(
+        &self,
+        cfg: &RepoConfig,
+        original: &PytestRun,
+        candidate: &WriteFile,
+        mutants: &[KeptMutant],
+    ) -> Result<Mutation, ResponseError> {
+        let started = Instant::now();
+        let mut env = original.env.clone();
+        match env.iter_mut().find(|(k, _)| k == "PYTEST_ADDOPTS") {
+            Some((_, v)) => v.push(" -x"),
+            None => env.push(("PYTEST_ADDOPTS".into(), "-x".into())),
+        }
+        let mut verdicts = Vec::with_capacity(mutants.len());
+        let mut cold = 0;
+        for m in mutants {
+            let source = std::fs::read_to_string(cfg.root.join(&m.path)).map_err(|source| {
+                ResponseError::MutantSource {
+                    id: m.id.clone(),
+                    path: m.path.clone(),
+                    source,
+                }
+            })?;
+            let mutated = clover_mutate::apply(m, &source)?;
+            let run = PytestRun {
+                files: vec![
+                    candidate.clone(),
+                    WriteFile {
+                        path: PathBuf::from(&m.path),
+                        contents: mutated.into_bytes(),
+                    },
+                ],
+                cov_sources: Vec::new(),
+                env: env.clone(),
+                ..original.clone()
+            };
+            let r = self.run_pytest(&run)?;
+            // The warm runner says so in the message when a worker could not take the run
+            // (here: it had executed the mutated file, a module its conftests import).
+            if self.warm.is_some()
+                && r.message
+                    .as_deref()
+                    .is_some_and(|m| m.contains("ran cold: "))
+            {
+                cold += 1;
+            }
+            verdicts.push((m, Some(r.outcome != Outcome::Passed)));
+        }
+        Ok(mutation::tally(
+            verdicts,
+            cold,
+            started.elapsed().as_secs_f64(),
+        ))
     }
 }
 
@@ -575,7 +697,7 @@ fn fill(result: &mut RunResult, run: &RunOutput) {
 }
 
 /// What a stage run did.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Summary {
     pub written: u64,
     /// Responses reported as errors (no result written).
@@ -587,6 +709,29 @@ pub struct Summary {
     /// C++ sources some of whose chunk responses never came (each has a result with outcome
     /// `error`).
     pub incomplete: u64,
+    /// The mutation passes of the results written, summed.
+    pub mutants: MutantTotals,
+}
+
+/// The mutation passes of a stage run, summed over its results.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct MutantTotals {
+    pub kept: u64,
+    pub run: u64,
+    pub killed: u64,
+    pub cold: u64,
+    /// Seconds of mutant runs; a result sharing an identical candidate's run counts them again.
+    pub secs: f64,
+}
+
+impl MutantTotals {
+    fn add(&mut self, m: &Mutation) {
+        self.kept += u64::from(m.kept.unwrap_or(0));
+        self.run += u64::from(m.run);
+        self.killed += u64::from(m.killed);
+        self.cold += u64::from(m.cold);
+        self.secs += m.duration_secs;
+    }
 }
 
 /// What a worker runs: one response, or the responses to every chunk of one C++ source.
@@ -735,6 +880,7 @@ pub fn run_responses(
                                 .outcomes
                                 .entry(outcome_name(result.outcome))
                                 .or_default() += 1;
+                            summary.mutants.add(&result.mutation);
                             io.write(&result)?;
                             summary.written += 1;
                         }

@@ -15,6 +15,7 @@ use clover_sandbox::gtest::LibraryCache;
 use clover_sandbox::pytest::PytestRun;
 use clover_sandbox::{check_python, InterpreterError, Limits, Sandbox, WriteFile};
 use clover_sandbox_run::cli::Cli;
+use clover_sandbox_run::mutation::Sidecar;
 use clover_sandbox_run::{run_responses, unrun_result, ResponseRunner, TAIL_BYTES};
 use clover_screen::Screen;
 
@@ -48,9 +49,12 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         .cache_dir
         .clone()
         .unwrap_or_else(LibraryCache::default_dir);
-    let runner = ResponseRunner::new(&sandbox, repos, python, &cache)?
+    let mut runner = ResponseRunner::new(&sandbox, repos, python, &cache)?
         .with_screen(cli.screen == "on")
         .with_cold(cli.cold);
+    if let Some(path) = &cli.mutation {
+        runner = runner.with_mutation(Sidecar::read(path).map_err(Usage::from_error)?);
+    }
     let jobs = cli
         .jobs
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
@@ -79,6 +83,18 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         summary.failed,
         summary.skipped
     );
+    if cli.mutation.is_some() {
+        let m = &summary.mutants;
+        diag!(
+            "{TOOL}: mutation: {} of {} kept mutant(s) killed, {} mutant run(s) in {:.1} s, {} \
+             of them cold (the warm worker had executed the mutated file)",
+            m.killed,
+            m.kept,
+            m.run,
+            m.secs,
+            m.cold
+        );
+    }
     if runner.reused() > 0 {
         diag!(
             "{TOOL}: {} result(s) reuse the run of an identical candidate of another response",

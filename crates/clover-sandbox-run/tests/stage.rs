@@ -7,7 +7,8 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use clover_protocol::{
-    ExecSpec, Language, Outcome, RecordKind, Response, RunResult, Task, TestOutcome, SCHEMA_VERSION,
+    ExecSpec, Language, Outcome, ProblemMutants, RecordKind, Response, RunResult, Task,
+    TestOutcome, SCHEMA_VERSION,
 };
 
 fn response(id: &str, repo: &str, language: Language, path: &str, text: &str) -> Response {
@@ -773,4 +774,235 @@ fn identical_candidates_run_once_and_cold_runs_agree_with_warm_ones() {
     assert_eq!(warm[4].outcome, Outcome::Passed);
     assert!(warm[4].coverage.is_empty());
     assert!(!warm[0].coverage.is_empty());
+}
+
+/// The mutation fixture's one problem, as pack-context names it.
+const MUTFIX_PROBLEM: &str = "mutfix/tests/test_price.py::test_floor";
+
+/// Calibrate's part, done here with clover-mutate's own API and the real pytest (on the host,
+/// in a copy of the fixture): the sample of every mutant of `floor_at_zero`'s body, judged by
+/// the ground truth, as the sidecar record.
+fn calibrated_mutants(py: &std::path::Path, repo: &std::path::Path) -> ProblemMutants {
+    let path = "src/shop/price.py";
+    let text = std::fs::read_to_string(repo.join(path)).unwrap();
+    let files = [clover_mutate::SourceFile {
+        path,
+        language: Language::Python,
+        text: &text,
+        focus: clover_mutate::Focus::Lines(vec![[5, 7]]),
+    }];
+    let copy = tempfile::tempdir().unwrap();
+    copy_dir(repo, copy.path());
+    clover_mutate::judge_problem(MUTFIX_PROBLEM, &files, 20, 0, |m| {
+        std::fs::write(copy.path().join(&m.path), &m.text).unwrap();
+        let out = Command::new(py)
+            .args([
+                "-m",
+                "pytest",
+                "-q",
+                "-p",
+                "no:cacheprovider",
+                "tests/test_price.py",
+            ])
+            .env("PYTHONDONTWRITEBYTECODE", "1")
+            .current_dir(copy.path())
+            .output()
+            .unwrap();
+        std::fs::write(copy.path().join(path), &text).unwrap();
+        Ok::<_, clover_mutate::MutateError>(match out.status.code() {
+            Some(0) => clover_mutate::Verdict::Survived,
+            _ => clover_mutate::Verdict::Killed {
+                tests: vec!["test_floor".into()],
+            },
+        })
+    })
+    .unwrap()
+}
+
+fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            std::fs::create_dir_all(&target).unwrap();
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+/// A Task III response of the mutation fixture whose blocks are `floor_at_zero`'s body.
+fn mutfix_response(model: &str, test: &str) -> Response {
+    let mut r = response(
+        &format!("{MUTFIX_PROBLEM}#coverage_test#po"),
+        "mutfix",
+        Language::Python,
+        "tests/test_candidate.py",
+        &fenced("python", test),
+    );
+    r.id = format!("{}@{model}", r.instance_id);
+    r.model = model.into();
+    r.scoring.insert(
+        "blocks".into(),
+        serde_json::json!([{"path": "src/shop/price.py", "start_line": 5, "end_line": 7}]),
+    );
+    r
+}
+
+/// Every `duration_secs` removed, at any depth: what must be the same on every run.
+fn without_timing(v: &mut serde_json::Value) {
+    match v {
+        serde_json::Value::Object(o) => {
+            o.remove("duration_secs");
+            o.values_mut().for_each(without_timing);
+        }
+        serde_json::Value::Array(a) => a.iter_mut().for_each(without_timing),
+        _ => {}
+    }
+}
+
+/// `--mutation`: the ground truth kills every kept mutant (the equivalent boundary shift was
+/// never kept), a test that asserts nothing kills none, and a test that fails on the original
+/// code runs none; twice the same results.
+#[test]
+fn the_mutation_pass_scores_the_oracle_full_and_assert_true_zero() {
+    let Some(py) = ready() else { return };
+    let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/mutfix");
+    let record = calibrated_mutants(&py, &repo);
+    // The known equivalent mutant survives the ground truth and is not kept; the known
+    // killable one is kept.
+    assert!(
+        record
+            .survived
+            .iter()
+            .any(|id| id.starts_with("src/shop/price.py:5:14:boundary")),
+        "{record:?}"
+    );
+    assert!(record
+        .kept
+        .iter()
+        .any(|m| m.operator == "comparison" && m.replacement == ">="));
+    let kept = record.kept.len() as u32;
+    let dir = tempfile::tempdir().unwrap();
+    let sidecar = dir.path().join("calibrated.mutants.jsonl");
+    std::fs::write(&sidecar, serde_json::to_string(&record).unwrap() + "\n").unwrap();
+
+    let oracle = std::fs::read_to_string(repo.join("tests/test_price.py")).unwrap();
+    let responses = vec![
+        mutfix_response("oracle", &oracle),
+        mutfix_response("assert_true", "def test_x():\n    assert True\n"),
+        mutfix_response(
+            "wrong",
+            "from shop.price import floor_at_zero\n\ndef test_x():\n    assert floor_at_zero(1) == 2\n",
+        ),
+    ];
+    let args = [
+        "--repo",
+        repo.to_str().unwrap(),
+        "--python",
+        py.to_str().unwrap(),
+        "--mutation",
+        sidecar.to_str().unwrap(),
+    ];
+    let (results, code, stderr) = run_stage(&responses, &args);
+    assert_eq!(code, 0, "{stderr}");
+    let [oracle, assert_true, wrong] = &results[..] else {
+        panic!("{stderr}")
+    };
+    assert_eq!(oracle.outcome, Outcome::Passed, "{:?}", oracle.message);
+    let m = &oracle.mutation;
+    assert_eq!((m.kept, m.run, m.killed), (Some(kept), kept, kept), "{m:?}");
+    assert!(m.survived.is_empty());
+    assert_eq!(
+        m.cold, 0,
+        "no conftest imports the package: every run is warm"
+    );
+    let by_op: u32 = m.operators.iter().map(|o| o.killed).sum();
+    assert_eq!(by_op, kept);
+    let m = &assert_true.mutation;
+    assert_eq!((m.kept, m.run, m.killed), (Some(kept), kept, 0), "{m:?}");
+    assert_eq!(m.survived.len() as u32, kept);
+    assert_eq!(wrong.outcome, Outcome::Failed);
+    let m = &wrong.mutation;
+    assert_eq!((m.kept, m.run, m.killed), (Some(kept), 0, 0), "{m:?}");
+    assert!(
+        stderr.contains(&format!(
+            "mutation: {kept} of {} kept mutant(s) killed",
+            3 * kept
+        )),
+        "{stderr}"
+    );
+
+    // The same verdicts and passes, byte for byte, on a second run (timing aside: the pass's
+    // seconds, and pytest's own in the output tails).
+    let (again, _, _) = run_stage(&responses, &args);
+    let bytes = |rs: &[RunResult]| {
+        rs.iter()
+            .map(|r| {
+                let mut v =
+                    serde_json::to_value((&r.id, r.outcome, &r.tests, &r.mutation)).unwrap();
+                without_timing(&mut v);
+                v.to_string()
+            })
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(bytes(&results), bytes(&again));
+    // Without --mutation nothing is run or counted.
+    let (plain, _, _) = run_stage(&responses, &args[..4]);
+    assert_eq!(plain[0].mutation, Default::default());
+}
+
+/// A mutated module that the repository's conftest imports cannot be given to a warm worker
+/// (it has executed the original): those mutant runs go cold, are counted, and judge alike.
+#[test]
+fn mutants_of_a_module_the_conftest_imports_run_cold_and_are_counted() {
+    let Some(py) = ready() else { return };
+    let repo = clover_testkit::fixture("python");
+    let path = "src/ledger/money.py";
+    let text = std::fs::read_to_string(repo.join(path)).unwrap();
+    let files = [clover_mutate::SourceFile {
+        path,
+        language: Language::Python,
+        text: &text,
+        focus: clover_mutate::Focus::Lines(vec![[41, 42]]),
+    }];
+    let problem = "pyfix/tests/test_money.py::test_add";
+    // Every mutant kept, as if the ground truth killed it: this test is about the runs.
+    let record = clover_mutate::judge_problem(problem, &files, 3, 0, |_| {
+        Ok::<_, clover_mutate::MutateError>(clover_mutate::Verdict::Killed { tests: vec![] })
+    })
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let sidecar = dir.path().join("m.mutants.jsonl");
+    std::fs::write(&sidecar, serde_json::to_string(&record).unwrap() + "\n").unwrap();
+    let test = "from ledger.money import Money\n\ndef test_add():\n    assert (Money(150) + Money(50)).cents == 200\n";
+    let mut r = python_response(
+        &format!("{problem}#targeted_test#po"),
+        "tests/test_c.py",
+        test,
+    );
+    r.task = Task::TargetedTest;
+    r.scoring.insert(
+        "target".into(),
+        serde_json::json!({"name": "__add__", "kind": "method", "path": path,
+                           "start_line": 40, "end_line": 42, "import_lines": [[40, 40]]}),
+    );
+    let (results, code, stderr) = run_stage(
+        &[r],
+        &[
+            "--repo",
+            repo.to_str().unwrap(),
+            "--python",
+            py.to_str().unwrap(),
+            "--mutation",
+            sidecar.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let m = &results[0].mutation;
+    assert_eq!(m.kept, Some(record.kept.len() as u32), "{m:?}");
+    assert!(m.run > 0 && m.cold == m.run, "{m:?}");
+    // `+` → `-` in `__add__` is caught by a test of addition.
+    assert!(m.killed >= 1, "{m:?}");
 }

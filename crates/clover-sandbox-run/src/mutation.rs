@@ -1,0 +1,303 @@
+//! The mutation pass (`--mutation SIDECAR`): calibrate's sidecar of kept mutants
+//! (`OUTPUT.mutants.jsonl`, one [`ProblemMutants`] per problem), and which of a problem's
+//! mutants an instance's candidate answers for.
+//!
+//! Calibrate draws one sample per problem from every target's body and the unique blocks
+//! together (`clover_mutate::problem_focus`); an instance asks about one part of it, so only
+//! the mutants inside its own focus count: Task II its target's body (the target's lines
+//! without its `import_lines`), Task III its blocks. Task I asks for one operand and is scored
+//! on its verdict, and C++ is not mutated here (the GoogleTest runner builds the library under
+//! test from the repository as it is), so neither has a pass.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+
+use clover_protocol::{
+    KeptMutant, Language, LineRanges, Mutation, OperatorKills, ProblemMutants, RecordError,
+    RecordReader, Response, Task,
+};
+use serde::Deserialize;
+
+/// Why the sidecar cannot be read: the stage does not start.
+#[derive(Debug, thiserror::Error)]
+pub enum SidecarError {
+    #[error("cannot open the mutants sidecar {path}: {source}")]
+    Open {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("the mutants sidecar {path}: {source}")]
+    Record { path: String, source: RecordError },
+}
+
+/// Calibrate's kept mutants, by problem id.
+#[derive(Debug, Default)]
+pub struct Sidecar {
+    problems: HashMap<String, ProblemMutants>,
+}
+
+impl Sidecar {
+    /// Reads every record of `path`: a bad record stops the stage (a mutant left out would
+    /// change every score of its problem without a word).
+    pub fn read(path: &Path) -> Result<Sidecar, SidecarError> {
+        let name = path.display().to_string();
+        let mut reader =
+            RecordReader::open(Some(path), usize::MAX).map_err(|source| SidecarError::Open {
+                path: name.clone(),
+                source,
+            })?;
+        let mut problems = HashMap::new();
+        while let Some(record) = reader.next_record::<ProblemMutants>() {
+            let (_, p) = record.map_err(|source| SidecarError::Record {
+                path: name.clone(),
+                source,
+            })?;
+            problems.insert(p.id.clone(), p);
+        }
+        Ok(Sidecar { problems })
+    }
+
+    /// The sidecar of `records`, for tests and callers that hold them already.
+    pub fn from_records(records: impl IntoIterator<Item = ProblemMutants>) -> Sidecar {
+        Sidecar {
+            problems: records.into_iter().map(|p| (p.id.clone(), p)).collect(),
+        }
+    }
+
+    /// The problem an instance id belongs to: instance ids are `<problem id>#<task>#…`, and a
+    /// problem id may itself hold `#` (a pytest parameter), so each prefix before a `#` is
+    /// tried, shortest first.
+    fn problem_of(&self, instance_id: &str) -> Option<&ProblemMutants> {
+        instance_id
+            .match_indices('#')
+            .find_map(|(at, _)| self.problems.get(&instance_id[..at]))
+    }
+
+    /// The kept mutants `response`'s candidate answers for, in the sidecar's order; `None`
+    /// when no pass applies (no record for the problem, Task I, C++, a focus the instance
+    /// does not state).
+    pub fn for_response(&self, response: &Response, language: Language) -> Option<Vec<KeptMutant>> {
+        if language != Language::Python {
+            return None;
+        }
+        let problem = self.problem_of(&response.instance_id)?;
+        let focus = Focus::of(response.task, &response.scoring)?;
+        Some(
+            problem
+                .kept
+                .iter()
+                .filter(|m| focus.holds(&m.path, m.line))
+                .cloned()
+                .collect(),
+        )
+    }
+}
+
+/// An instance's focus as its `scoring` states it (pack-context writes `target` for Task II
+/// and `blocks` for Task III).
+enum Focus {
+    Lines(Vec<(String, LineRanges)>),
+}
+
+#[derive(Deserialize)]
+struct Region {
+    path: String,
+    start_line: u32,
+    end_line: u32,
+    #[serde(default)]
+    import_lines: LineRanges,
+}
+
+impl Focus {
+    fn of(task: Task, scoring: &BTreeMap<String, serde_json::Value>) -> Option<Focus> {
+        let regions: Vec<Region> = match task {
+            Task::TargetedTest => {
+                vec![serde_json::from_value(scoring.get("target")?.clone()).ok()?]
+            }
+            Task::CoverageTest => serde_json::from_value(scoring.get("blocks")?.clone()).ok()?,
+            Task::AssertionCloze | Task::CppUnitTest => return None,
+        };
+        Some(Focus::Lines(
+            regions
+                .into_iter()
+                .map(|r| {
+                    let span = LineRanges::from_lines(r.start_line..=r.end_line);
+                    (r.path, span.difference(&r.import_lines))
+                })
+                .collect(),
+        ))
+    }
+
+    fn holds(&self, path: &str, line: u32) -> bool {
+        let Focus::Lines(regions) = self;
+        regions
+            .iter()
+            .any(|(p, lines)| p == path && lines.contains(line))
+    }
+}
+
+/// The pass of a candidate that ran none of `mutants` (it did not pass on the original code,
+/// or nothing ran): every mutant counts as kept and none as killed.
+pub fn unrun(mutants: &[KeptMutant]) -> Mutation {
+    tally(mutants.iter().map(|m| (m, None)), 0, 0.0)
+}
+
+/// The pass from each mutant's verdict (`Some(killed)`; `None`: not run).
+pub fn tally<'a>(
+    verdicts: impl IntoIterator<Item = (&'a KeptMutant, Option<bool>)>,
+    cold: u32,
+    duration_secs: f64,
+) -> Mutation {
+    let mut m = Mutation {
+        kept: Some(0),
+        cold,
+        duration_secs,
+        ..Mutation::default()
+    };
+    let mut operators: BTreeMap<&str, OperatorKills> = BTreeMap::new();
+    for (mutant, verdict) in verdicts {
+        let op = operators
+            .entry(&mutant.operator)
+            .or_insert_with(|| OperatorKills {
+                operator: mutant.operator.clone(),
+                kept: 0,
+                killed: 0,
+            });
+        op.kept += 1;
+        *m.kept.as_mut().expect("set above") += 1;
+        match verdict {
+            Some(true) => {
+                m.run += 1;
+                m.killed += 1;
+                op.killed += 1;
+            }
+            Some(false) => {
+                m.run += 1;
+                m.survived.push(mutant.id.clone());
+            }
+            None => {}
+        }
+    }
+    m.operators = operators.into_values().collect();
+    m
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clover_protocol::{RecordKind, SCHEMA_VERSION};
+    use serde_json::json;
+
+    fn kept(path: &str, line: u32, operator: &str) -> KeptMutant {
+        KeptMutant {
+            id: format!("{path}:{line}:1:{operator}:0"),
+            path: path.into(),
+            operator: operator.into(),
+            line,
+            start_byte: 0,
+            end_byte: 1,
+            original: "<".into(),
+            replacement: "<=".into(),
+            file_hash: String::new(),
+            killed_by: vec![],
+        }
+    }
+
+    fn sidecar() -> Sidecar {
+        Sidecar::from_records([ProblemMutants {
+            kind: RecordKind::ProblemMutants,
+            schema_version: SCHEMA_VERSION,
+            id: "r/tests/test_a.py::test_a[x#1]".into(),
+            seed: 0,
+            max_mutants: 20,
+            candidates: 9,
+            kept: vec![
+                kept("a.py", 3, "boundary"),
+                kept("a.py", 5, "arithmetic"),
+                kept("a.py", 9, "constant"),
+                kept("b.py", 5, "arithmetic"),
+            ],
+            survived: vec![],
+            invalid: vec![],
+        }])
+    }
+
+    fn response(task: Task, scoring: serde_json::Value) -> Response {
+        serde_json::from_value(json!({
+            "kind": "response", "schema_version": SCHEMA_VERSION,
+            "id": "x@m", "instance_id": format!("r/tests/test_a.py::test_a[x#1]#{task:?}#po"),
+            "model": "m", "task": task, "setting": "po", "repo": "r", "text": "",
+            "exec": {"repo": "r", "candidate_path": "t.py", "prefix": "", "suffix": "",
+                     "selectors": []},
+            "scoring": scoring.to_string(),
+        }))
+        .unwrap()
+    }
+
+    fn ids(m: Option<Vec<KeptMutant>>) -> Option<Vec<String>> {
+        m.map(|m| m.into_iter().map(|k| k.id).collect())
+    }
+
+    #[test]
+    fn only_the_mutants_inside_the_instance_focus_count() {
+        let s = sidecar();
+        // Task II: the target's body, without the line importing runs (3, its `def`).
+        let t2 = response(
+            Task::TargetedTest,
+            json!({"target": {"name": "f", "kind": "function", "path": "a.py",
+                              "start_line": 3, "end_line": 6, "import_lines": [[3, 3]]}}),
+        );
+        assert_eq!(
+            ids(s.for_response(&t2, Language::Python)),
+            Some(vec!["a.py:5:1:arithmetic:0".into()])
+        );
+        // Task III: every block, in any file.
+        let t3 = response(
+            Task::CoverageTest,
+            json!({"blocks": [{"path": "a.py", "start_line": 8, "end_line": 9},
+                              {"path": "b.py", "start_line": 1, "end_line": 5}]}),
+        );
+        assert_eq!(
+            ids(s.for_response(&t3, Language::Python)),
+            Some(vec![
+                "a.py:9:1:constant:0".into(),
+                "b.py:5:1:arithmetic:0".into()
+            ])
+        );
+        assert_eq!(ids(s.for_response(&t3, Language::Cpp)), None);
+        let t1 = response(Task::AssertionCloze, json!({}));
+        assert_eq!(ids(s.for_response(&t1, Language::Python)), None);
+        let mut other = t3.clone();
+        other.instance_id = "r/tests/test_b.py::test_b#CoverageTest#po".into();
+        assert_eq!(ids(s.for_response(&other, Language::Python)), None);
+    }
+
+    #[test]
+    fn a_pass_counts_by_operator_and_names_the_survivors() {
+        let k = [
+            kept("a.py", 3, "boundary"),
+            kept("a.py", 5, "arithmetic"),
+            kept("a.py", 6, "arithmetic"),
+        ];
+        let m = tally(
+            [
+                (&k[0], Some(false)),
+                (&k[1], Some(true)),
+                (&k[2], Some(true)),
+            ],
+            1,
+            0.5,
+        );
+        assert_eq!((m.kept, m.run, m.killed, m.cold), (Some(3), 3, 2, 1));
+        assert_eq!(m.survived, ["a.py:3:1:boundary:0"]);
+        let ops: Vec<(&str, u32, u32)> = m
+            .operators
+            .iter()
+            .map(|o| (o.operator.as_str(), o.kept, o.killed))
+            .collect();
+        assert_eq!(ops, [("arithmetic", 2, 2), ("boundary", 1, 0)]);
+        let none = unrun(&k);
+        assert_eq!((none.kept, none.run, none.killed), (Some(3), 0, 0));
+        assert!(none.survived.is_empty());
+    }
+}
