@@ -34,6 +34,15 @@
 //! instrumented lines for C++. A C++ ground truth is compiled once and its binary run as a
 //! whole and then `TEST` by `TEST`, each run in a fresh view with fresh counters.
 //!
+//! # Mutants (`--mutants K`)
+//!
+//! For the mutation score, [`mutation`] runs each kept Python problem's ground truth, alone, in
+//! a cold pytest run against each of at most K seeded mutants of its focal code (every
+//! target's body and the unique blocks, on the lines the ground truth reached), after a
+//! control run on the original; the mutants it kills go to the sidecar `OUTPUT.mutants.jsonl`.
+//! C++ problems get none: the GoogleTest runner builds the library from the repository as it
+//! is.
+//!
 //! # What it deliberately does not do
 //!
 //! It does not parse tests (extract did) and does not build prompts (pack-context does). It

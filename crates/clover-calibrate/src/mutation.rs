@@ -3,9 +3,9 @@
 //! the sidecar (`clover_protocol::ProblemMutants`), the bar of the mutation score.
 //!
 //! A problem is split into a [`Sample`] (drawn without running anything) and its runs
-//! ([`run_mutant`], one sandbox run per mutant), so the binary can spread the runs of all the
-//! problems it has at hand over `--jobs` threads, then [`Sample::judge`] each problem from the
-//! verdicts in its sample's order.
+//! ([`run_ground_truth`]: one sandbox run per mutant, and one on the original code), so the
+//! binary can spread the runs of all the problems it has at hand over `--jobs` threads, then
+//! [`Sample::judge`] each problem from the verdicts in its sample's order.
 
 use std::path::PathBuf;
 
