@@ -33,6 +33,12 @@
 //!   truth covers (`scoring.focal_coverage`, recorded by pack-context from calibrate), so a
 //!   trivial passing test is a pass but not a success — and **focal coverage vs ground
 //!   truth**: the share of those lines the candidate covers, averaged.
+//! - Tasks II and III with `sandbox-run --mutation`: **mutation score** — of the kept mutants
+//!   of the instances' focus (those the ground truth kills, from calibrate), the share the
+//!   candidates' tests killed, pooled over the row (`mutation_score`, a column only when the
+//!   results carry a pass); a test that fails on the original code kills none, an API error
+//!   counts in neither part. The JSON row's `mutation` gives the kept and killed mutants with
+//!   the kill rate, in all and per operator family. The oracle scores 100% by construction.
 //! - Every task: **no-code rate**, and **error rate**: the share of results whose API call
 //!   failed (outcome `api_error`; nothing ran). Those results are left out of the
 //!   denominator of every other rate, since a failed call says nothing of the model.
@@ -52,7 +58,7 @@
 //!
 //! Reports: Markdown tables ([`to_markdown`], which read as they are on a terminal, the
 //! headline metric's interval in the last column), JSON ([`to_json`]:
-//! `{"rows":[{"model","task","setting","repo","n","metrics","ci"}],"utilization":[…],
+//! `{"rows":[{"model","task","setting","repo","n","metrics","ci","mutation"}],"utilization":[…],
 //! "judge":[…],"em_rer_gap":[…],"metadata":{…}}`), `ScoreRow` JSON Lines
 //! ([`to_score_rows`]) and one self-contained HTML page ([`to_html`]: run metadata
 //! ([`RunMeta`]: date, version, inputs, models with their full ids and sampling), a legend of

@@ -110,6 +110,9 @@ pub struct Verdict {
     /// The screen for reward hacking refused the candidate (outcome `rejected`): the model's
     /// doing, so a failed execution, and counted apart too.
     pub rejected: bool,
+    /// Tasks II and III with sandbox-run's mutation pass: the kept mutants of the instance's
+    /// focus and how many the candidate killed (none unless it passed on the original code).
+    pub mutants: Option<(u32, u32)>,
 }
 
 /// Lines `coverage` lists for `path` (paths compare equal or as a suffix at a `/`).
@@ -255,6 +258,7 @@ pub fn verdict_with(r: &RunResult, task: Task, constants: ConstantReading) -> Ve
         executed: passed,
         no_code,
         rejected: r.outcome == Outcome::Rejected,
+        mutants: r.mutation.kept.map(|kept| (kept, r.mutation.killed)),
         ..Verdict::default()
     };
     match task {
@@ -324,6 +328,9 @@ pub struct Tally {
     pub rejected: u64,
     pub focal_sum: f64,
     pub focal_n: u64,
+    /// Kept mutants of the results with a mutation pass, and those killed.
+    pub mutants_kept: u64,
+    pub mutants_killed: u64,
 }
 
 impl Tally {
@@ -340,6 +347,10 @@ impl Tally {
         if let Some(f) = v.focal_vs_gt {
             self.focal_sum += f;
             self.focal_n += 1;
+        }
+        if let Some((kept, killed)) = v.mutants {
+            self.mutants_kept += u64::from(kept);
+            self.mutants_killed += u64::from(killed);
         }
     }
 
@@ -381,11 +392,23 @@ impl Tally {
                 }
             }
         }
+        // Pooled over the row's kept mutants, not averaged over results: an instance with
+        // more mutants weighs more, as TestGenEval pools its mutants too.
+        if self.mutants_kept > 0 {
+            m.insert(
+                MUTATION_SCORE.into(),
+                self.mutants_killed as f64 / self.mutants_kept as f64,
+            );
+        }
         m.insert("no_code_rate".into(), rate(self.no_code));
         m.insert("rejected_rate".into(), rate(self.rejected));
         m
     }
 }
+
+/// Killed over kept mutants of the instances' focus (`sandbox-run --mutation`), in a row
+/// only when its results had a mutation pass.
+pub const MUTATION_SCORE: &str = "mutation_score";
 
 /// The metric a task's plots and context-utilization numbers use.
 pub fn headline_metric(task: Task) -> &'static str {
@@ -478,6 +501,35 @@ mod tests {
         ] {
             assert!(metric_names(task).contains(&"rejected_rate"), "{task:?}");
         }
+    }
+
+    /// The mutation score pools killed over kept mutants of the results that had a pass; an
+    /// API error counts in none, and a row without a pass has no score.
+    #[test]
+    fn the_mutation_score_pools_kept_mutants() {
+        let with = |outcome, kept, killed| {
+            let mut r = result(Task::CoverageTest, outcome, "x", json!({}));
+            r.mutation.kept = Some(kept);
+            r.mutation.killed = killed;
+            verdict(&r, Task::CoverageTest)
+        };
+        let mut tally = Tally::default();
+        tally.add(&with(Outcome::Passed, 4, 3));
+        tally.add(&with(Outcome::Failed, 1, 0));
+        tally.add(&with(Outcome::ApiError, 5, 0));
+        tally.add(&verdict(
+            &result(Task::CoverageTest, Outcome::Passed, "x", json!({})),
+            Task::CoverageTest,
+        ));
+        assert_eq!(tally.metrics(Task::CoverageTest)[MUTATION_SCORE], 0.6);
+        let mut none = Tally::default();
+        none.add(&verdict(
+            &result(Task::TargetedTest, Outcome::Passed, "x", json!({})),
+            Task::TargetedTest,
+        ));
+        assert!(!none
+            .metrics(Task::TargetedTest)
+            .contains_key(MUTATION_SCORE));
     }
 
     use super::*;

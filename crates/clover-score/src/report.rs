@@ -13,7 +13,7 @@ use clover_extract::ConstantReading;
 
 use crate::bootstrap::Bootstrap;
 use crate::meta::RunMeta;
-use crate::metrics::{headline_metric, metric_names, verdict_with, Tally, Verdict};
+use crate::metrics::{headline_metric, metric_names, verdict_with, Tally, Verdict, MUTATION_SCORE};
 use crate::setting::{is_budget, setting_order};
 
 /// The repository of a row that covers all of them.
@@ -41,6 +41,9 @@ pub struct Row {
     /// The row's results as a JSON Lines file, by its path relative to the report (a key of
     /// [`Report::samples`]), when samples were kept.
     pub samples: Option<String>,
+    /// The mutation pass by operator family: kept and killed mutants summed over the row's
+    /// results (empty without `sandbox-run --mutation`).
+    pub mutation_operators: BTreeMap<String, (u64, u64)>,
 }
 
 /// Context utilization of a model on a task: the headline metric under context budgets
@@ -100,6 +103,8 @@ pub struct Scorer {
     constants: ConstantReading,
     bootstrap: Bootstrap,
     groups: BTreeMap<GroupKey, Vec<Verdict>>,
+    /// Each group's mutation pass by operator family: (kept, killed).
+    operators: BTreeMap<GroupKey, BTreeMap<String, (u64, u64)>>,
     /// Results generate did not ask (over the model's maximum context), per group.
     over_max_context: BTreeMap<GroupKey, u64>,
     /// With samples: the folder their files go in (relative to the report), and each group's
@@ -173,6 +178,14 @@ impl Scorer {
         }
         let v = verdict_with(r, task, self.constants);
         for key in keys {
+            if v.mutants.is_some() && !v.api_error {
+                let ops = self.operators.entry(key.clone()).or_default();
+                for o in &r.mutation.operators {
+                    let (kept, killed) = ops.entry(o.operator.clone()).or_default();
+                    *kept += u64::from(o.kept);
+                    *killed += u64::from(o.killed);
+                }
+            }
             self.groups.entry(key).or_default().push(v.clone());
         }
     }
@@ -197,6 +210,7 @@ impl Scorer {
                     ci: self.bootstrap.intervals(&id, k.task, verdicts),
                     over_max_context: self.over_max_context.get(k).copied().unwrap_or(0),
                     samples: None,
+                    mutation_operators: self.operators.get(k).cloned().unwrap_or_default(),
                 }
             })
             .collect();
@@ -437,6 +451,7 @@ pub fn to_json(report: &Report) -> Value {
             "ci": Value::Object(r.ci.iter()
                 .map(|(k, (lo, hi))| (k.clone(), json!([round(*lo), round(*hi)])))
                 .collect()),
+            "mutation": mutation_json(r),
         })).collect::<Vec<_>>(),
         "utilization": report.utilization.iter().map(|u| json!({
             "model": u.model,
@@ -471,6 +486,48 @@ pub fn to_json(report: &Report) -> Value {
         })).collect::<Vec<_>>(),
         "metadata": metadata_json(&report.meta),
     })
+}
+
+/// A row's mutation pass: kept and killed mutants pooled over its results, with the kill
+/// rate, in all and by operator family; `{}` for a row without a pass.
+fn mutation_json(r: &Row) -> Value {
+    let Some(score) = r.metrics.get(MUTATION_SCORE) else {
+        return json!({});
+    };
+    let (kept, killed) = r
+        .mutation_operators
+        .values()
+        .fold((0, 0), |(k, x), (kept, killed)| (k + kept, x + killed));
+    // An operator is listed only with a kept mutant: no rate divides by zero.
+    let rate = |kept: u64, killed: u64| round(killed as f64 / kept.max(1) as f64);
+    json!({
+        "kept": kept,
+        "killed": killed,
+        "kill_rate": round(*score),
+        "operators": r.mutation_operators.iter()
+            .map(|(op, (kept, killed))| (op.clone(), json!({
+                "kept": kept, "killed": killed, "kill_rate": rate(*kept, *killed)
+            })))
+            .collect::<serde_json::Map<_, _>>(),
+    })
+}
+
+/// A task's table columns: its metrics, and the mutation score before the no-code rate when
+/// some row of the task has one.
+fn table_metrics(report: &Report, task: Task) -> Vec<&'static str> {
+    let mut names = metric_names(task).to_vec();
+    if report
+        .rows
+        .iter()
+        .any(|r| r.task == task && r.metrics.contains_key(MUTATION_SCORE))
+    {
+        let at = names
+            .iter()
+            .position(|n| *n == "no_code_rate")
+            .unwrap_or(names.len());
+        names.insert(at, MUTATION_SCORE);
+    }
+    names
 }
 
 /// The run's metadata as JSON (see [`RunMeta`]).
@@ -655,7 +712,7 @@ fn signed_pct(v: f64) -> String {
 pub fn to_markdown(report: &Report) -> String {
     let mut s = String::new();
     for task in tasks(report) {
-        let names = metric_names(task);
+        let names = table_metrics(report, task);
         let formats = has_formats(report, task);
         let _ = writeln!(s, "## {}\n", task_title(task));
         let _ = write!(
@@ -663,7 +720,7 @@ pub fn to_markdown(report: &Report) -> String {
             "| model |{} setting | repo | n |",
             if formats { " format |" } else { "" }
         );
-        for n in names {
+        for n in &names {
             let _ = write!(s, " {n} |");
         }
         let headline = headline_metric(task);
@@ -673,7 +730,7 @@ pub fn to_markdown(report: &Report) -> String {
             "\n|---|{}---|---|---:|",
             if formats { "---|" } else { "" }
         );
-        for _ in names {
+        for _ in &names {
             s.push_str("---:|");
         }
         s.push_str("---:|\n");
@@ -683,7 +740,7 @@ pub fn to_markdown(report: &Report) -> String {
                 let _ = write!(s, " {} |", r.format);
             }
             let _ = write!(s, " {} | {} | {} |", r.setting, r.repo, r.n);
-            for n in names {
+            for n in &names {
                 let _ = write!(
                     s,
                     " {} |",
@@ -787,8 +844,13 @@ const PALETTE: &[&str] = &[
 fn chart_metrics(task: Task) -> &'static [&'static str] {
     match task {
         Task::AssertionCloze => &["em", "er", "rer"],
-        Task::TargetedTest => &["execution_rate", "success_rate", "called_rate"],
-        Task::CoverageTest => &["execution_rate", "success_rate"],
+        Task::TargetedTest => &[
+            "execution_rate",
+            "success_rate",
+            "called_rate",
+            MUTATION_SCORE,
+        ],
+        Task::CoverageTest => &["execution_rate", "success_rate", MUTATION_SCORE],
         Task::CppUnitTest => &["compile_rate", "pass_rate", "success_rate"],
     }
 }
@@ -804,6 +866,7 @@ const METRIC_LEGEND: &[(&str, &str)] = &[
     ("compile_rate", "C++: the candidate test file compiled."),
     ("pass_rate", "C++: the candidate test file compiled and passed."),
     ("focal_coverage_vs_gt", "C++: the share of the focal lines the ground truth covers that the candidate covers, averaged."),
+    ("mutation_score", "Tasks II and III with sandbox-run --mutation: of the mutants of the instance's focus that the ground truth kills (calibrate --mutants), the share the model's test kills, pooled over the row; a test that fails on the original code kills none. The ground truth scores 100% by construction."),
     ("no_code_rate", "No code could be read from the answer."),
     ("rejected_rate", "The screen for reward hacking refused to run the candidate (a failed execution)."),
     ("error_rate", "The API call failed (outcome api_error); over all n, and left out of every other rate's denominator."),
@@ -1141,7 +1204,7 @@ pub fn to_html(report: &Report) -> String {
         s.push_str("</section>\n");
     }
     for task in tasks(report) {
-        let names = metric_names(task);
+        let names = table_metrics(report, task);
         let headline = headline_metric(task);
         let _ = writeln!(
             s,
@@ -1193,7 +1256,7 @@ pub fn to_html(report: &Report) -> String {
             s.push_str("<th>format</th>");
         }
         s.push_str("<th>setting</th><th>repo</th><th>n</th>");
-        for n in names {
+        for n in &names {
             let _ = write!(s, "<th>{} (%)</th>", esc(n));
         }
         let _ = write!(s, "<th>{} 95% CI</th><th>samples</th>", esc(headline));
@@ -1210,7 +1273,7 @@ pub fn to_html(report: &Report) -> String {
                 esc(&r.repo),
                 r.n
             );
-            for n in names {
+            for n in &names {
                 let v = r
                     .metrics
                     .get(*n)
@@ -1321,6 +1384,7 @@ mod tests {
             ci: BTreeMap::new(),
             over_max_context: 0,
             samples: None,
+            mutation_operators: BTreeMap::new(),
         }
     }
 

@@ -183,16 +183,20 @@ fn results() -> Vec<RunResult> {
 fn write_results(dir: &Path) -> (String, String) {
     let all = results();
     let (a, b): (Vec<_>, Vec<_>) = all.into_iter().partition(|r| r.model == "oracle");
-    let write = |name: &str, rs: &[RunResult]| {
-        let p = dir.join(name);
-        let text: String = rs
-            .iter()
-            .map(|r| serde_json::to_string(r).unwrap() + "\n")
-            .collect();
-        std::fs::write(&p, text).unwrap();
-        p.display().to_string()
-    };
-    (write("oracle.jsonl", &a), write("baseline.jsonl", &b))
+    (
+        write_jsonl(&dir.join("oracle.jsonl"), &a),
+        write_jsonl(&dir.join("baseline.jsonl"), &b),
+    )
+}
+
+/// Writes `rs` as JSON Lines to `path`; returns the path as text.
+fn write_jsonl(path: &Path, rs: &[RunResult]) -> String {
+    let text: String = rs
+        .iter()
+        .map(|r| serde_json::to_string(r).unwrap() + "\n")
+        .collect();
+    std::fs::write(path, text).unwrap();
+    path.display().to_string()
 }
 
 fn score(args: &[&str]) -> (String, String, i32) {
@@ -347,13 +351,8 @@ fn api_errors_are_a_column_of_their_own() {
         (r.candidate, r.answer) = (None, None);
         rs.push(r);
     }
-    let path = dir.path().join("results.jsonl");
-    let text: String = rs
-        .iter()
-        .map(|r| serde_json::to_string(r).unwrap() + "\n")
-        .collect();
-    std::fs::write(&path, text).unwrap();
-    let path = path.to_str().unwrap();
+    let path = write_jsonl(&dir.path().join("results.jsonl"), &rs);
+    let path = path.as_str();
 
     let (out, stderr, code) = score(&["--format", "json", path]);
     assert_eq!(code, 0, "{stderr}");
@@ -1418,4 +1417,102 @@ fn paper_tables_from_results_and_instances() {
     let (_, stderr, code) = score(&["--tables", "paper", "--format", "jsonl", &oracle]);
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("--tables paper"), "{stderr}");
+}
+
+/// A Task III result whose mutation pass kept `kept` mutants (3 of them `comparison`, the
+/// rest `constant`) and killed `killed`, the comparisons first.
+fn mutated(model: &str, instance: &str, outcome: Outcome, kept: u32, killed: u32) -> RunResult {
+    let blocks =
+        json!({"blocks": [{"path": "src/ledger/money.py", "start_line": 101, "end_line": 106}]});
+    let mut r = result(
+        model,
+        instance,
+        Task::CoverageTest,
+        "po",
+        "pyfix",
+        outcome,
+        "assert f()",
+        vec![("src/ledger/money.py", (101..=106).collect())],
+        blocks,
+    );
+    let comparison = kept.min(3);
+    r.mutation = clover_protocol::Mutation {
+        kept: Some(kept),
+        run: if outcome == Outcome::Passed { kept } else { 0 },
+        killed,
+        operators: vec![
+            clover_protocol::OperatorKills {
+                operator: "comparison".into(),
+                kept: comparison,
+                killed: killed.min(comparison),
+            },
+            clover_protocol::OperatorKills {
+                operator: "constant".into(),
+                kept: kept - comparison,
+                killed: killed.saturating_sub(comparison),
+            },
+        ],
+        ..Default::default()
+    };
+    r
+}
+
+/// `mutation_score` is killed over kept mutants pooled over a row, in the table, the JSON
+/// (with each operator's kill rate) and the HTML; the oracle kills every kept mutant and
+/// assert-true none; a row without a pass has no such column.
+#[test]
+fn the_mutation_score_is_a_column_with_kill_rates_by_operator() {
+    let dir = tempfile::tempdir().unwrap();
+    let rs = [
+        mutated("oracle", "pyfix/a", Outcome::Passed, 5, 5),
+        mutated("oracle", "pyfix/b", Outcome::Passed, 3, 3),
+        mutated("assert_true", "pyfix/a", Outcome::Passed, 5, 0),
+        mutated("assert_true", "pyfix/b", Outcome::Passed, 3, 0),
+        mutated("m", "pyfix/a", Outcome::Passed, 5, 4),
+        mutated("m", "pyfix/b", Outcome::Failed, 3, 0),
+    ];
+    let path = write_jsonl(&dir.path().join("results.jsonl"), &rs);
+    let path = path.as_str();
+    let (out, stderr, code) = score(&["--format", "json", path]);
+    assert_eq!(code, 0, "{stderr}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    let rows = v["rows"].as_array().unwrap();
+    let score_of = |model: &str| {
+        row(rows, model, "coverage_test", "po", "*")["metrics"]["mutation_score"].clone()
+    };
+    assert_eq!(score_of("oracle"), 1.0);
+    assert_eq!(score_of("assert_true"), 0.0);
+    assert_eq!(score_of("m"), 0.5);
+    let m = &row(rows, "m", "coverage_test", "po", "*")["mutation"];
+    assert_eq!(
+        (m["kept"].as_u64(), m["killed"].as_u64()),
+        (Some(8), Some(4))
+    );
+    assert_eq!(m["operators"]["comparison"]["kill_rate"], 0.5);
+    assert_eq!(m["operators"]["constant"]["kept"], 2);
+    assert_eq!(m["operators"]["constant"]["kill_rate"], 0.5);
+
+    let (table, _, code) = score(&["--format", "table", path]);
+    assert_eq!(code, 0);
+    let header = table.lines().find(|l| l.starts_with("| model |")).unwrap();
+    assert!(
+        header.contains("| success_rate | mutation_score | no_code_rate |"),
+        "{header}"
+    );
+    let oracle = table.lines().find(|l| l.starts_with("| oracle |")).unwrap();
+    assert!(oracle.contains("100.0"), "{oracle}");
+
+    let html = dir.path().join("report.html");
+    let (_, stderr, code) = score(&["--format", "html", "-o", html.to_str().unwrap(), path]);
+    assert_eq!(code, 0, "{stderr}");
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("<th>mutation_score (%)</th>"));
+
+    // Without a pass, no column.
+    let plain = dir.path().join("plain.jsonl");
+    let mut r = rs[0].clone();
+    r.mutation = Default::default();
+    std::fs::write(&plain, serde_json::to_string(&r).unwrap() + "\n").unwrap();
+    let (table, _, _) = score(&["--format", "table", plain.to_str().unwrap()]);
+    assert!(!table.contains("mutation_score"), "{table}");
 }
