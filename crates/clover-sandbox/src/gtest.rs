@@ -1,7 +1,7 @@
 //! GoogleTest runs: the library under test built once per repository (with `--coverage`,
 //! cached), a candidate test compiled and linked against it and run with
-//! `--gtest_output=xml:`, coverage read through gcovr's Cobertura output, and the verdict
-//! cross-checked between exit status and report.
+//! `--gtest_output=xml:`, coverage read from gcov's output (or gcovr's Cobertura report),
+//! and the verdict cross-checked between exit status and report.
 //!
 //! Every compiler run happens inside the sandbox — the library's own sources too, though
 //! they are not model-written — and so does gcov, which parses counters a candidate wrote.
@@ -16,9 +16,10 @@
 //!    has no `main` of its own (diagnostics to `.clover-out/compile.txt`), then `exec` the
 //!    test binary, so the run's exit status is the binary's own; read back the report and the
 //!    `.gcda` files.
-//! 3. write `.gcno` + `.gcda` into another fresh view and run `gcovr --cobertura` there; its
-//!    report gives the covered lines and the executable (instrumented) ones of the library's
-//!    files, wherever they were compiled.
+//! 3. write `.gcno` + `.gcda` into another fresh view and run gcov there, once per object
+//!    (`gcov`: read by gcovr's rules), or `gcovr --cobertura`; either gives the covered lines
+//!    and the executable (instrumented) ones of the library's files, wherever they were
+//!    compiled.
 //!
 //! A test file that runs many times (calibration: the ground truth as a whole, then each
 //! `TEST` alone) is built once instead: [`GtestRun::build`] compiles and links it in step 2's
@@ -33,7 +34,8 @@
 //! cheaper without changing what is compiled: the candidate's leading `#include` lines are
 //! precompiled once per repository, compiler, flags and include list (`pch`), the candidate
 //! is instrumented only where coverage is read (the repository's files, not the test file
-//! itself), and it is linked with `mold` when that is installed.
+//! itself), it is linked with `mold` when that is installed, and step 3 reads gcov's output
+//! here rather than start gcovr.
 
 use std::ffi::OsString;
 use std::io::Write as _;
