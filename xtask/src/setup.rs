@@ -2,7 +2,7 @@
 //!
 //! - Debian packages for C++ (g++, GoogleTest, gcovr, dpkg-dev), Chromium (the HTML report test), and
 //!   GNU parallel and make (the scaling examples of `docs/examples`), bubblewrap (the spawn
-//!   overhead's baseline in `cargo xtask bench`)
+//!   overhead's baseline in `cargo xtask bench`), mold (the C++ runner's linker)
 //!   through `apt-get` when running as root; without root, a message naming what to install;
 //! - a Python virtual environment at `target/clover-venv` with pinned pytest, pytest-cov,
 //!   coverage, and sentencepiece and tokenizers (the tokenizer references);
@@ -54,6 +54,8 @@ const DEBIAN_PACKAGES: &[(&str, &str)] = &[
     ("make", "/usr/bin/make"),
     // `cargo xtask bench` sets the sandbox's spawn overhead beside bubblewrap's.
     ("bubblewrap", "/usr/bin/bwrap"),
+    // The C++ runner links candidates with mold when it is there (`-fuse-ld=mold`).
+    ("mold", "/usr/bin/mold"),
 ];
 
 const TOKENIZER_PACKAGE: &str = "mistral-common==1.13.1";
