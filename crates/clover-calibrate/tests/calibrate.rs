@@ -999,3 +999,29 @@ fn resume_does_not_duplicate_sidecar_records() {
         whole
     );
 }
+
+/// `--mutants` needs a file to write its sidecar beside (or `--mutants-out`): stdout holds the
+/// calibrated records, so without either it is bad usage, before any run.
+#[test]
+fn mutants_without_a_place_for_the_sidecar_is_bad_usage() {
+    let Some((dir, input)) = pyedge_input(&["test_biggest.py"]) else {
+        return;
+    };
+    let python = clover_testkit::python().unwrap();
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/pyedge");
+    let run = Command::new(env!("CARGO_BIN_EXE_clover-calibrate"))
+        .arg(&input)
+        .args(python_args(&python, &fixture))
+        .arg("--mutants")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--mutants-out FILE"), "{stderr}");
+    assert!(run.stdout.is_empty(), "nothing calibrated");
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        1,
+        "the input alone"
+    );
+}
