@@ -256,15 +256,18 @@ fn an_unusable_precompiled_header_is_compiled_without() {
     let plain = run.run(&sb, &cache).unwrap();
     assert!(run.run(&sb, &cache).unwrap().precompiled_header);
     // Every stored header, spoiled.
-    let mut spoiled = 0;
-    for e in std::fs::read_dir(dir.path().join("pch")).unwrap().flatten() {
-        let gch = e.path().join("clover-pch.h.gch");
-        if gch.is_file() {
-            std::fs::write(&gch, "not a header").unwrap();
-            spoiled += 1;
+    let spoil = || {
+        let mut spoiled = 0;
+        for e in std::fs::read_dir(dir.path().join("pch")).unwrap().flatten() {
+            let gch = e.path().join("clover-pch.h.gch");
+            if gch.is_file() {
+                std::fs::write(&gch, "not a header").unwrap();
+                spoiled += 1;
+            }
         }
-    }
-    assert_eq!(spoiled, 1);
+        spoiled
+    };
+    assert_eq!(spoil(), 1);
     let again = LibraryCache::new(dir.path()).unwrap();
     let r = run.run(&sb, &again).unwrap();
     assert!(!r.precompiled_header);
@@ -275,6 +278,21 @@ fn an_unusable_precompiled_header_is_compiled_without() {
         "{why}"
     );
     assert_eq!(reading(&r), reading(&plain));
+
+    // Under -Werror, GCC's word on a header it will not use would fail the compile: it is
+    // not asked for, and the candidate passes as without the header.
+    let strict = CppProject {
+        cxxflags: vec!["-std=c++17".into(), "-O0".into(), "-Werror".into()],
+        ..project.clone()
+    };
+    let run = own_test(&strict, "tests/histogram_unittest.cc");
+    run.run(&sb, &again).unwrap();
+    assert!(run.run(&sb, &again).unwrap().precompiled_header);
+    assert_eq!(spoil(), 2);
+    let r = run
+        .run(&sb, &LibraryCache::new(dir.path()).unwrap())
+        .unwrap();
+    assert_eq!(reading(&r), reading(&plain), "{:?}", r.message);
 
     let missing = candidate(
         &project,
