@@ -128,6 +128,7 @@ fn check(sandbox: &Sandbox, repo: &RepoConfig) -> Result<Share> {
                 per_test: false,
                 python: python.clone(),
                 limits: limits(),
+                warm: None,
             };
             let calibrated = clover_calibrate::calibrate_group(sandbox, repo, group, &opts)?;
             let (mut base, mut pass, mut failures) = (0, 0, Vec::new());

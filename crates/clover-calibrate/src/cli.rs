@@ -27,6 +27,10 @@ pub struct Cli {
     /// One pytest process per problem (the slow cross-check) instead of one per test file
     #[arg(long)]
     pub per_test: bool,
+    /// Runs each group in a fresh interpreter instead of a fork of a warm pytest worker (one
+    /// per repository, interpreter and setting); the records are the same
+    #[arg(long)]
+    pub cold: bool,
     /// Test files calibrated at once (default: the number of cores)
     #[arg(long, short)]
     pub jobs: Option<usize>,

@@ -44,7 +44,9 @@ fn run(args: Cli) -> Result<u8> {
         .context("cannot open the C++ library cache")?;
     let empties = EmptyRuns::default();
     let interpreters = CheckedInterpreters::default();
+    let warm = (!args.cold).then(|| std::sync::Arc::new(clover_sandbox::WarmPool::new()));
     let ctx = Ctx {
+        warm: &warm,
         interpreters: &interpreters,
         sandbox: &sandbox,
         cache: &cache,
@@ -267,6 +269,8 @@ struct Ctx<'a> {
     args: &'a Cli,
     default_python: &'a std::path::Path,
     pool: &'a rayon::ThreadPool,
+    /// Warm pytest workers for Python groups, unless `--cold`.
+    warm: &'a Option<std::sync::Arc<clover_sandbox::WarmPool>>,
     /// Each interpreter's check before its first run: `Err` says why it cannot serve.
     interpreters: &'a CheckedInterpreters,
 }
@@ -340,6 +344,7 @@ fn flush(
         args,
         default_python,
         pool,
+        warm,
         ..
     } = *ctx;
     let groups = std::mem::take(pending);
@@ -389,6 +394,7 @@ fn flush(
                     per_test: args.per_test,
                     python,
                     limits,
+                    warm: warm.clone(),
                 };
                 calibrate_group_noted(sandbox, repo, &g.problems, &opts)
                     .map(|c| GroupDone {

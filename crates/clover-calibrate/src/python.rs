@@ -9,7 +9,7 @@ use clover_protocol::{
     CalibratedProblem, Exclusion, ExclusionReason, FileTier, Outcome, Problem, PythonProblem,
     RecordKind, Target, TestCase, TestOutcome, UniqueBlock, SCHEMA_VERSION,
 };
-use clover_sandbox::{ExitStatus, Limits, RunSpec, Sandbox, WriteFile};
+use clover_sandbox::{ExitStatus, Limits, RunSpec, Sandbox, WarmPool, WarmRun, WriteFile};
 
 use crate::analysis::{self, CoverageMap, Definition};
 use crate::coverage_json::{self, ContextCoverage};
@@ -29,6 +29,9 @@ pub struct CalibrateOptions {
     pub python: PathBuf,
     /// Limits of one pytest process.
     pub limits: Limits,
+    /// Warm pytest workers to run groups in (`clover_sandbox::WarmPool`); `None` runs each
+    /// group in a fresh interpreter (`--cold`). The records are the same.
+    pub warm: Option<std::sync::Arc<WarmPool>>,
 }
 
 /// A whole group could not be calibrated (the sandbox could not run at all).
@@ -197,34 +200,38 @@ fn run_pytest_once(
     files: &[(&str, &str)],
     nodes: &[&str],
 ) -> Result<RunReport, GroupError> {
+    // pytest's arguments but pytest-cov's `--cov` (a warm worker starts coverage.py itself,
+    // where pytest-cov would) and the targets.
+    let args: Vec<String> = [
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        coverage_json::PLUGIN_MODULE,
+        "-q",
+        "--continue-on-collection-errors",
+        "--rootdir=.",
+    ]
+    .into_iter()
+    .map(String::from)
+    .chain([
+        format!("--junitxml={REPORT_DIR}/junit.xml"),
+        "--cov-report=".into(),
+        // The settings sandbox-run measures with, so that both name and count lines alike.
+        format!("--cov-config={REPORT_DIR}/coveragerc"),
+    ])
+    .collect();
+    // `--cov` takes an optional value: an option must follow it, not a node id.
     let mut argv: Vec<OsString> = vec![
         opts.python.clone().into(),
         "-m".into(),
         "pytest".into(),
-        "-p".into(),
-        "no:cacheprovider".into(),
-        "-p".into(),
-        coverage_json::PLUGIN_MODULE.into(),
-        "-q".into(),
-        "--continue-on-collection-errors".into(),
-        "--rootdir=.".into(),
-        format!("--junitxml={REPORT_DIR}/junit.xml").into(),
-        "--cov-report=".into(),
-        // The settings sandbox-run measures with, so that both name and count lines alike.
         "--cov".into(),
-        format!("--cov-config={REPORT_DIR}/coveragerc").into(),
     ];
+    argv.extend(args.iter().map(OsString::from));
     // Node ids, not files: a test class that inherits tests from another must run only the
     // problem's test (and the empty test), not everything it inherits.
     argv.extend(nodes.iter().map(OsString::from));
     let mut spec = RunSpec::new(&repo.root, argv);
-    spec.files = files
-        .iter()
-        .map(|(path, text)| WriteFile {
-            path: PathBuf::from(path),
-            contents: text.as_bytes().to_vec(),
-        })
-        .collect();
     let sources: Vec<String> = repo
         .source_dirs
         .iter()
@@ -263,7 +270,42 @@ fn run_pytest_once(
         PathBuf::from(format!("{REPORT_DIR}/junit.xml")),
         PathBuf::from(format!("{REPORT_DIR}/coverage.json")),
     ];
-    let out = sandbox.run(&spec)?;
+    let group_files: Vec<WriteFile> = files
+        .iter()
+        .map(|(path, text)| WriteFile {
+            path: PathBuf::from(path),
+            contents: text.as_bytes().to_vec(),
+        })
+        .collect();
+    // In a fork of a warm worker when there is one (the same report either way); cold when
+    // the worker cannot serve the group.
+    let warm = opts.warm.as_ref().and_then(|pool| {
+        let targets: Vec<String> = nodes.iter().map(|n| n.to_string()).collect();
+        pool.run_pytest(
+            sandbox,
+            &WarmRun {
+                base: &spec,
+                python: &opts.python,
+                args: &args,
+                coveragerc: Some(format!("{REPORT_DIR}/coveragerc")),
+                sources: &sources,
+                save_coverage: true,
+                coverage_lines: None,
+                targets: &targets,
+                files: &group_files,
+                writable: &[PathBuf::from(REPORT_DIR)],
+                collect: &spec.collect,
+            },
+        )
+        .ok()
+    });
+    let out = match warm {
+        Some(out) => out,
+        None => {
+            spec.files.extend(group_files);
+            sandbox.run(&spec)?
+        }
+    };
     let mut report = RunReport {
         outcomes: HashMap::new(),
         coverage: ContextCoverage::default(),

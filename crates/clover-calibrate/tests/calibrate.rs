@@ -1025,3 +1025,65 @@ fn mutants_without_a_place_for_the_sidecar_is_bad_usage() {
         "the input alone"
     );
 }
+
+/// Groups run in forks of a warm pytest worker (the default) or in fresh interpreters
+/// (`--cold`): the same records on the fixture and on a corpus package.
+#[test]
+fn warm_and_cold_calibrations_write_the_same_records() {
+    let (Some(python), Some(())) = (clover_testkit::python(), clover_testkit::root()) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let fixture = clover_testkit::fixture("python");
+    let repo = &RepoConfig::resolve(None, None, Some(&fixture)).unwrap()[0];
+    // Not the fixture's flaky test: it fails at random, whatever runs it.
+    let problems: Vec<Problem> = extract(repo)
+        .into_iter()
+        .filter(|p| !p.id.contains("test_flaky.py"))
+        .collect();
+    let input = write_problems(dir.path(), &problems);
+    let args = python_args(&python, &fixture);
+    let mut warm_args = args_ref(&args);
+    warm_args.extend(["--runs", "2"]);
+    let (warm, stderr) = calibrate(&input, &warm_args);
+    let mut cold_args = warm_args.clone();
+    cold_args.push("--cold");
+    let (cold, _) = calibrate(&input, &cold_args);
+    assert!(warm.len() >= 30, "{stderr}");
+    assert_same_records(&warm, &cold);
+
+    let Some(manifest) = clover_testkit::corpus_manifest() else {
+        return;
+    };
+    let name = "itsdangerous";
+    let repo = &RepoConfig::resolve(Some(&manifest), Some(name), None).unwrap()[0];
+    let input = write_problems(dir.path(), &extract(repo));
+    let m = manifest.display().to_string();
+    let (warm, _) = calibrate(&input, &["--manifest", &m, "--runs", "1"]);
+    let (cold, _) = calibrate(&input, &["--manifest", &m, "--runs", "1", "--cold"]);
+    assert_same_records(&warm, &cold);
+}
+
+/// Asserts two calibrations wrote the same records, naming the first field that differs.
+fn assert_same_records(
+    a: &BTreeMap<String, CalibratedProblem>,
+    b: &BTreeMap<String, CalibratedProblem>,
+) {
+    assert_eq!(a.keys().collect::<Vec<_>>(), b.keys().collect::<Vec<_>>());
+    for (id, x) in a {
+        let (x, y) = (
+            serde_json::to_value(x).unwrap(),
+            serde_json::to_value(&b[id]).unwrap(),
+        );
+        if x != y {
+            let fields: Vec<String> = x
+                .as_object()
+                .unwrap()
+                .iter()
+                .filter(|(k, v)| y.get(k.as_str()) != Some(v))
+                .map(|(k, v)| format!("{k}: {v} / {}", y[k.as_str()]))
+                .collect();
+            panic!("{id} differs: {}", fields.join("; "));
+        }
+    }
+}

@@ -251,6 +251,9 @@ class Zygote:
         collector = self.cov._collector
 
         def rewrite_test(fn, config):
+            # A plugin may have stopped coverage while pytest collects (calibrate's does).
+            if sys.gettrace() is None:
+                return original(fn, config)
             collector.pause()
             try:
                 return original(fn, config)
@@ -658,6 +661,8 @@ class Zygote:
         finally:
             if self.cov is not None:
                 self.cov.stop()
+                if self.setup.get("save_coverage"):
+                    self.save_coverage()
             session.exitstatus = status
             os.chdir(str(session.startpath))
             try:
@@ -666,9 +671,19 @@ class Zygote:
                 if e.returncode is not None:
                     session.exitstatus = e.returncode
             config._ensure_unconfigure()
-        if self.cov is not None:
+        if self.cov is not None and req.get("coverage_out"):
             self.write_coverage(req["coverage_out"])
         return int(session.exitstatus)
+
+    def save_coverage(self):
+        """The measured data, contexts included, written to $COVERAGE_FILE as pytest-cov
+        leaves it for whoever reads it at session end (the zygote measured in memory: a data
+        file it opened would be shared by every candidate)."""
+        from coverage.data import CoverageData
+
+        out = CoverageData(basename=os.environ.get("COVERAGE_FILE", ".coverage"))
+        out.update(self.cov.get_data())
+        out.write()
 
     def rootdir_of(self, targets):
         from _pytest.config.findpaths import determine_setup

@@ -109,4 +109,4 @@ pub use spec::{
     Collected, CollectedFile, ExitStatus, LimitBackend, Limits, RepoView, RunOutput, RunSpec,
     WriteFile,
 };
-pub use worker::{ColdReason, WarmPool};
+pub use worker::{ColdReason, WarmPool, WarmRun};

@@ -5,13 +5,11 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use std::time::Duration;
-
 use clover_protocol::{FileCoverage, LimitHit, LineRanges, Outcome, TestCase, TestOutcome};
 
 use crate::report::{parse_cobertura, parse_junit};
 use crate::spec::{Collected, ExitStatus, Limits, RunOutput, RunSpec, WriteFile};
-use crate::worker::{Request, WorkerKey, WORKER, WORKER_MODULE};
+use crate::worker::WarmRun;
 use crate::{Sandbox, SandboxError, WarmPool};
 
 /// Where reports go, relative to the repository; the sandbox user may write there.
@@ -208,39 +206,6 @@ impl PytestRun {
         if self.cov_contexts {
             return self.run(sandbox);
         }
-        let repo = self
-            .repo
-            .canonicalize()
-            .unwrap_or_else(|_| self.repo.clone());
-        // The folders of the targets decide pytest's rootdir and initial conftests, which the
-        // worker has loaded before it knows its candidates.
-        let mut dirs: Vec<String> = self
-            .targets
-            .iter()
-            .map(|t| {
-                let path = Path::new(t.split("::").next().unwrap_or(t));
-                match path.parent().map(Path::to_string_lossy) {
-                    Some(d) if !d.is_empty() => d.into_owned(),
-                    _ => ".".into(),
-                }
-            })
-            .collect();
-        dirs.sort();
-        dirs.dedup();
-        let mut args = pytest_args();
-        args.extend(dirs);
-        let key = WorkerKey {
-            repo: repo.clone(),
-            python: self.python.clone(),
-            env: self.env.clone(),
-            args: args.clone(),
-            cov_sources: self.cov_sources.clone(),
-            memory_bytes: self.limits.memory_bytes,
-            pids: self.limits.pids,
-            cpu_millis: (self.limits.cpus * 1000.0).round() as u64,
-            tmpfs_bytes: self.limits.tmpfs_bytes,
-            overlay_bytes: self.limits.overlay_bytes,
-        };
         let cov_out = format!("{OUT_DIR}/coverage.json");
         let collect: Vec<PathBuf> = vec![
             format!("{OUT_DIR}/junit.xml").into(),
@@ -248,47 +213,21 @@ impl PytestRun {
             format!("{OUT_DIR}/{SESSION_RECORD}").into(),
         ];
         let writable = [PathBuf::from(OUT_DIR)];
-        let worker_spec = || {
-            let setup = serde_json::json!({
-                "repo": repo.to_string_lossy(),
-                "args": args,
-                "coveragerc": (!self.cov_sources.is_empty())
-                    .then(|| format!("{OUT_DIR}/coveragerc")),
-                "sources": self.cov_sources,
-                "tmpfs_bytes": self.limits.tmpfs_bytes,
-                "overlay_bytes": self.limits.overlay_bytes,
-            });
-            let argv = vec![
-                self.python.clone().into_os_string(),
-                "-m".into(),
-                WORKER_MODULE.into(),
-                format!("{OUT_DIR}/worker.json").into(),
-            ];
-            let mut spec = self.base_spec(argv);
-            spec.files.push(WriteFile {
-                path: format!("{OUT_DIR}/{WORKER_MODULE}.py").into(),
-                contents: WORKER.as_bytes().to_vec(),
-            });
-            spec.files.push(WriteFile {
-                path: format!("{OUT_DIR}/worker.json").into(),
-                contents: setup.to_string().into_bytes(),
-            });
-            // The worker lives as long as the pool; each candidate has its own limits.
-            spec.limits.wall = Duration::from_secs(u64::from(u32::MAX));
-            spec.limits.cpu_secs = u64::from(u32::MAX);
-            spec
-        };
-        let req = Request {
-            files: &self.files,
+        let base = self.base_spec(Vec::new());
+        let run = WarmRun {
+            base: &base,
+            python: &self.python,
+            args: &pytest_args(),
+            coveragerc: (!self.cov_sources.is_empty()).then(|| format!("{OUT_DIR}/coveragerc")),
+            sources: &self.cov_sources,
+            save_coverage: false,
+            coverage_lines: (!self.cov_sources.is_empty()).then_some(cov_out.as_str()),
             targets: &self.targets,
-            workdir: Path::new(""),
+            files: &self.files,
             writable: &writable,
             collect: &collect,
-            collect_max_bytes: RunSpec::new(&self.repo, ["x"]).collect_max_bytes,
-            coverage_out: &cov_out,
-            limits: &self.limits,
         };
-        match pool.run(sandbox, &key, worker_spec, &req) {
+        match pool.run_pytest(sandbox, &run) {
             Ok(run) => Ok(self.verdict(run, CoverageReport::Lines)),
             Err(why) => {
                 let mut r = self.run(sandbox)?;

@@ -34,8 +34,10 @@ use crate::spec::{Collected, CollectedFile, ExitStatus, Limits, RepoView, RunOut
 use crate::{Sandbox, WriteFile};
 
 /// The worker's program, written into its view beside clover's pytest plugin.
-pub(crate) const WORKER: &str = include_str!("_clover_worker.py");
-pub(crate) const WORKER_MODULE: &str = "_clover_worker";
+const WORKER: &str = include_str!("_clover_worker.py");
+const WORKER_MODULE: &str = "_clover_worker";
+/// Where the worker's program and settings go in its view (on its `PYTHONPATH`).
+const WORKER_DIR: &str = ".clover-worker";
 
 /// How long a worker may take to import and configure pytest before its first candidate.
 const WARM_UP: Duration = Duration::from_secs(120);
@@ -45,20 +47,54 @@ const ANSWER_SLACK: Duration = Duration::from_secs(30);
 
 /// Everything a worker is made from: candidates with equal keys can share workers.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub(crate) struct WorkerKey {
-    pub(crate) repo: PathBuf,
-    pub(crate) python: PathBuf,
-    pub(crate) env: Vec<(OsString, OsString)>,
+struct WorkerKey {
+    repo: PathBuf,
+    python: PathBuf,
+    env: Vec<(OsString, OsString)>,
+    binds: Vec<PathBuf>,
+    /// The files of the worker's view (plugins, coverage settings).
+    files: Vec<(PathBuf, Vec<u8>)>,
     /// The pytest arguments of the zygote, the target folders included (they decide the
     /// rootdir and the initial conftests).
-    pub(crate) args: Vec<String>,
-    pub(crate) cov_sources: Vec<String>,
+    args: Vec<String>,
+    coveragerc: Option<String>,
+    sources: Vec<String>,
+    save_coverage: bool,
     /// The limits the worker's root and cgroups are built with, as a cold run's.
-    pub(crate) memory_bytes: u64,
-    pub(crate) pids: u64,
-    pub(crate) cpu_millis: u64,
-    pub(crate) tmpfs_bytes: u64,
-    pub(crate) overlay_bytes: u64,
+    memory_bytes: u64,
+    pids: u64,
+    cpu_millis: u64,
+    tmpfs_bytes: u64,
+    overlay_bytes: u64,
+}
+
+/// A pytest run as a warm worker takes it: what the worker is made of, and what one run
+/// adds. [`crate::pytest::PytestRun::run_warm`] makes one; a caller with plugins of its own
+/// (calibrate's per-test coverage) makes its own.
+#[derive(Debug, Clone)]
+pub struct WarmRun<'a> {
+    /// The cold run's spec but for its command, targets and run files: the repository, the
+    /// files every run has (plugins, settings), binds, environment, writable folders and
+    /// limits.
+    pub base: &'a RunSpec,
+    pub python: &'a Path,
+    /// pytest's arguments before the targets, without pytest-cov's `--cov` (the worker starts
+    /// coverage.py itself, where pytest-cov would); `--cov-config` and the like may stay.
+    pub args: &'a [String],
+    /// coverage.py's settings file (relative to the repository), when the run measures.
+    pub coveragerc: Option<String>,
+    /// Source folders whose bytecode the worker compiles once.
+    pub sources: &'a [String],
+    /// Saves the measured data to `$COVERAGE_FILE` after the run, as pytest-cov does (for a
+    /// plugin that reads it at session end).
+    pub save_coverage: bool,
+    /// Where (relative to the repository) the lines coverage.py's XML would mark hit go.
+    pub coverage_lines: Option<&'a str>,
+    pub targets: &'a [String],
+    /// The run's own files (the candidate).
+    pub files: &'a [WriteFile],
+    pub writable: &'a [PathBuf],
+    pub collect: &'a [PathBuf],
 }
 
 /// Why a candidate ran cold.
@@ -104,15 +140,15 @@ impl std::fmt::Debug for WarmPool {
 }
 
 /// One candidate, as the worker is asked to run it.
-pub(crate) struct Request<'a> {
-    pub(crate) files: &'a [WriteFile],
-    pub(crate) targets: &'a [String],
-    pub(crate) workdir: &'a Path,
-    pub(crate) writable: &'a [PathBuf],
-    pub(crate) collect: &'a [PathBuf],
-    pub(crate) collect_max_bytes: u64,
-    pub(crate) coverage_out: &'a str,
-    pub(crate) limits: &'a Limits,
+struct Request<'a> {
+    files: &'a [WriteFile],
+    targets: &'a [String],
+    workdir: &'a Path,
+    writable: &'a [PathBuf],
+    collect: &'a [PathBuf],
+    collect_max_bytes: u64,
+    coverage_out: Option<&'a str>,
+    limits: &'a Limits,
 }
 
 impl WarmPool {
@@ -120,8 +156,113 @@ impl WarmPool {
         WarmPool::default()
     }
 
+    /// Runs `run` in a warm worker (one is started when none made of the same is idle), or
+    /// says why it cannot.
+    pub fn run_pytest(
+        &self,
+        sandbox: &Sandbox,
+        run: &WarmRun<'_>,
+    ) -> Result<RunOutput, ColdReason> {
+        let base = run.base;
+        let limits = &base.limits;
+        let repo = base
+            .repo
+            .canonicalize()
+            .unwrap_or_else(|_| base.repo.clone());
+        // The folders of the targets decide pytest's rootdir and initial conftests, which the
+        // worker has loaded before it knows its candidates.
+        let mut dirs: Vec<String> = run
+            .targets
+            .iter()
+            .map(|t| {
+                let path = Path::new(t.split("::").next().unwrap_or(t));
+                match path.parent().map(Path::to_string_lossy) {
+                    Some(d) if !d.is_empty() => d.into_owned(),
+                    _ => ".".into(),
+                }
+            })
+            .collect();
+        dirs.sort();
+        dirs.dedup();
+        let mut args = run.args.to_vec();
+        args.extend(dirs);
+        let key = WorkerKey {
+            repo: repo.clone(),
+            python: run.python.to_path_buf(),
+            env: base.env.clone(),
+            binds: base.binds.clone(),
+            files: base
+                .files
+                .iter()
+                .map(|f| (f.path.clone(), f.contents.clone()))
+                .collect(),
+            args: args.clone(),
+            coveragerc: run.coveragerc.clone(),
+            sources: run.sources.to_vec(),
+            save_coverage: run.save_coverage,
+            memory_bytes: limits.memory_bytes,
+            pids: limits.pids,
+            cpu_millis: (limits.cpus * 1000.0).round() as u64,
+            tmpfs_bytes: limits.tmpfs_bytes,
+            overlay_bytes: limits.overlay_bytes,
+        };
+        let spec = || {
+            let setup = json!({
+                "repo": repo.to_string_lossy(),
+                "args": args,
+                "coveragerc": run.coveragerc,
+                "sources": run.sources,
+                "save_coverage": run.save_coverage,
+                "tmpfs_bytes": limits.tmpfs_bytes,
+                "overlay_bytes": limits.overlay_bytes,
+            });
+            let mut spec = base.clone();
+            spec.argv = vec![
+                run.python.as_os_str().to_owned(),
+                "-m".into(),
+                WORKER_MODULE.into(),
+                format!("{WORKER_DIR}/worker.json").into(),
+            ];
+            spec.files.push(WriteFile {
+                path: format!("{WORKER_DIR}/{WORKER_MODULE}.py").into(),
+                contents: WORKER.as_bytes().to_vec(),
+            });
+            spec.files.push(WriteFile {
+                path: format!("{WORKER_DIR}/worker.json").into(),
+                contents: setup.to_string().into_bytes(),
+            });
+            // The worker's own module goes first on the path.
+            let mut python_path = OsString::from(WORKER_DIR);
+            if let Some((_, v)) = spec.env.iter().find(|(k, _)| k == "PYTHONPATH") {
+                if !v.is_empty() {
+                    python_path.push(":");
+                    python_path.push(v);
+                }
+            }
+            spec.env.retain(|(k, _)| k != "PYTHONPATH");
+            spec.env.push(("PYTHONPATH".into(), python_path));
+            // The worker lives as long as the pool; each candidate has its own limits.
+            spec.limits.wall = Duration::from_secs(u64::from(u32::MAX));
+            spec.limits.cpu_secs = u64::from(u32::MAX);
+            spec
+        };
+        let mut writable = base.writable_dirs.clone();
+        writable.extend(run.writable.iter().cloned());
+        let req = Request {
+            files: run.files,
+            targets: run.targets,
+            workdir: &base.workdir,
+            writable: &writable,
+            collect: run.collect,
+            collect_max_bytes: base.collect_max_bytes,
+            coverage_out: run.coverage_lines,
+            limits,
+        };
+        self.serve(sandbox, &key, spec, &req)
+    }
+
     /// Runs `req` in a warm worker for `key` (started from `spec` when none is idle).
-    pub(crate) fn run(
+    fn serve(
         &self,
         sandbox: &Sandbox,
         key: &WorkerKey,
