@@ -4,7 +4,10 @@
 //! sandbox-run → score on both fixtures (`fixtures/python`, `fixtures/cpp`; their instances
 //! joined before generate), each stage's output kept in `target/demo/` for reading
 //! afterwards. The Python instance counts are capped so the demo ends in a few minutes on 2
-//! cores.
+//! cores. Python also goes through the mutation score: calibrate keeps up to 3 mutants per
+//! problem that the ground truth kills (`--mutants 3`, few, since every mutant of the
+//! fixture's package runs cold: its conftest imports it) and sandbox-run runs the passing
+//! Task II and III candidates against them (`--mutation`).
 
 use std::path::Path;
 
@@ -30,6 +33,7 @@ pub fn run(root: &Path) -> Result<()> {
     // in three settings, capped; C++ in its default setting (problem only), one instance per
     // chunk of each source. A context budget would hold nothing for C++ but the same prompt.
     let mut instances = String::new();
+    let mutants = file("calibrated-python.jsonl.mutants.jsonl");
     for (name, pack_flags) in [
         (
             "python",
@@ -51,21 +55,22 @@ pub fn run(root: &Path) -> Result<()> {
         let calibrated = file(&format!("calibrated-{name}.jsonl"));
         let packed = file(&format!("instances-{name}.jsonl"));
         stage(&clover, &["extract", "--repo", &repo, "-o", &problems])?;
-        stage(
-            &clover,
-            &[
-                "calibrate",
-                &problems,
-                "--repo",
-                &repo,
-                "--python",
-                &python,
-                "--runs",
-                "2",
-                "-o",
-                &calibrated,
-            ],
-        )?;
+        let mut args = vec![
+            "calibrate",
+            &problems,
+            "--repo",
+            &repo,
+            "--python",
+            &python,
+            "--runs",
+            "2",
+            "-o",
+            &calibrated,
+        ];
+        if name == "python" {
+            args.extend(["--mutants", "3", "--mutants-out", &mutants]);
+        }
+        stage(&clover, &args)?;
         let mut args = vec![
             "pack-context",
             &calibrated,
@@ -119,6 +124,8 @@ pub fn run(root: &Path) -> Result<()> {
                 &responses,
                 "--python",
                 &python,
+                "--mutation",
+                &mutants,
                 "-o",
                 &result,
             ]),
