@@ -148,8 +148,8 @@ fn a_signal_ending_the_tool_ends_clover_the_same_way() {
     assert_eq!(out.status.signal(), Some(15));
 }
 
-/// Every stage under the name `clover NAME` runs it by, with its command line as its library
-/// defines it (and its binary parses it).
+/// Every stage (and export) under the name `clover NAME` runs it by, with its command line as
+/// its library defines it (and its binary parses it).
 fn stages() -> Vec<(&'static str, clap::Command)> {
     use clap::CommandFactory;
     vec![
@@ -159,6 +159,7 @@ fn stages() -> Vec<(&'static str, clap::Command)> {
         ("generate", clover_generate::cli::Cli::command()),
         ("sandbox-run", clover_sandbox_run::cli::Cli::command()),
         ("score", clover_score::cli::Cli::command()),
+        ("export", clover_export::cli::Cli::command()),
     ]
 }
 
@@ -218,6 +219,8 @@ fn bash_completes(script: &Path, words: &[&str]) -> Vec<String> {
 
 #[test]
 fn bash_completes_every_stage_and_every_flag_of_it() {
+    // It runs processes: see SERIAL.
+    let _serial = serial();
     let tmp = tempfile::tempdir().unwrap();
     let (code, script, err) = clover_out(&["completions", "bash"]);
     assert_eq!(code, 0, "{err}");
@@ -242,6 +245,7 @@ fn bash_completes_every_stage_and_every_flag_of_it() {
         ("generate", "--model-name"),
         ("sandbox-run", "--test-file"),
         ("score", "--judge-base-url"),
+        ("export", "--split"),
     ] {
         let prefix = &flag[..5];
         let got = bash_completes(&path, &["clover", name, prefix]);
@@ -258,6 +262,8 @@ fn bash_completes_every_stage_and_every_flag_of_it() {
 
 #[test]
 fn completions_for_every_shell_and_a_wrong_shell_is_usage() {
+    // It runs processes: see SERIAL.
+    let _serial = serial();
     for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
         let (code, out, err) = clover_out(&["completions", shell]);
         assert_eq!(code, 0, "{shell}: {err}");
@@ -277,6 +283,8 @@ fn completions_for_every_shell_and_a_wrong_shell_is_usage() {
 
 #[test]
 fn man_pages_for_clover_and_each_stage_name_its_flags() {
+    // It runs processes: see SERIAL.
+    let _serial = serial();
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("man1");
     let (code, _, err) = clover_out(&["man", dir.to_str().unwrap()]);
@@ -304,18 +312,31 @@ fn man_pages_for_clover_and_each_stage_name_its_flags() {
     assert_eq!(out, clover);
 }
 
-/// Each stage's help, as its binary printed it before its command line moved from `main.rs`
-/// into its library (tests/data/help; `CLOVER_BLESS=1` rewrites them after a deliberate
-/// change of flags or help).
+/// What `clover-NAME FLAG` prints for `--help` or `-h`: clap's own answer to the flag (the
+/// long form only when some help has a long form), under the binary's name.
+fn help_for(cmd: &clap::Command, name: &str, flag: &str) -> String {
+    let bin = format!("clover-{name}");
+    let err = cmd
+        .clone()
+        .try_get_matches_from([bin.as_str(), flag])
+        .expect_err("help is an early exit");
+    assert_eq!(err.kind(), clap::error::ErrorKind::DisplayHelp);
+    err.render().to_string()
+}
+
+/// Each stage's `--help` and `-h`, as its binary printed them before its command line moved
+/// from `main.rs` into its library (tests/data/help; `CLOVER_BLESS=1` rewrites them after a
+/// deliberate change of flags or help).
 #[test]
 fn stage_help_is_the_binary_help_before_the_move() {
     let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/help");
     let bless = std::env::var_os("CLOVER_BLESS").is_some_and(|v| v == "1");
-    for (name, mut cmd) in stages() {
-        for (file, help) in [
-            (format!("{name}.txt"), cmd.render_long_help().to_string()),
-            (format!("{name}.short.txt"), cmd.render_help().to_string()),
+    for (name, cmd) in stages() {
+        for (file, flag) in [
+            (format!("{name}.txt"), "--help"),
+            (format!("{name}.short.txt"), "-h"),
         ] {
+            let help = help_for(&cmd, name, flag);
             let path = data.join(file);
             if bless {
                 fs::write(&path, &help).unwrap();
