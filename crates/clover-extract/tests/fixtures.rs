@@ -387,10 +387,21 @@ fn a_closed_stderr_changes_neither_the_records_nor_the_exit_code() {
     .unwrap();
     std::fs::write(tests.join("test_broken.py"), "def test_b(:\n    pass\n").unwrap();
     let root = dir.path().to_str().unwrap();
-    let args = ["--repo", root, "--language", "python", "--name", "bad", "--explain"];
+    let args = [
+        "--repo",
+        root,
+        "--language",
+        "python",
+        "--name",
+        "bad",
+        "--explain",
+    ];
     let (stdout, stderr, code) = run(&args);
     assert_eq!(code, 3, "a bad test file is bad input: {stderr}");
-    assert!(stderr.contains("error: bad/tests/test_broken.py"), "{stderr}");
+    assert!(
+        stderr.contains("error: bad/tests/test_broken.py"),
+        "{stderr}"
+    );
     let closed = Command::new(env!("CARGO_BIN_EXE_clover-extract"))
         .args(args)
         .stderr(clover_testkit::closed_pipe())
