@@ -47,10 +47,9 @@ pub use records::{
     AssertionForm, AssertionSite, CalibratedProblem, Chunk, ContextTier, CppPairing, CppProblem,
     Exclusion, ExclusionReason, ExecSpec, FileCoverage, FileTier, GTestCase, Generation, Instance,
     KeptMutant, Language, LimitHit, Message, Mutation, Operand, OperatorKills, Outcome, Problem,
-    ProblemMutants,
-    PythonProblem, Record, RecordKind, RepoRef, Response, RunResult, ScoreRow, SftExample, Span,
-    Target, TargetKind, Task, TestCase, TestOutcome, TokenUsage, UniqueBlock, SCHEMA_VERSION,
-    SKIPPED_OVER_MAX_CONTEXT,
+    ProblemMutants, PythonProblem, Record, RecordKind, RepoRef, Response, RunResult, ScoreRow,
+    SftExample, Span, Target, TargetKind, Task, TestCase, TestOutcome, TokenUsage, UniqueBlock,
+    SCHEMA_VERSION, SKIPPED_OVER_MAX_CONTEXT,
 };
 pub use shard::{fnv1a64, Shard};
 pub use stage::{exit, finish_main, BadRecords, OnError, StageArgs, StageIo, Stopped, Usage};
