@@ -13,12 +13,17 @@ use crate::step;
 
 pub fn run(root: &Path) -> Result<()> {
     // What the measurements need (the test Python, the tokenizer, bubblewrap as a baseline).
-    crate::setup::run(root)?;
+    let env = crate::setup::run(root)?;
     step("cargo build --release");
     duct::cmd!("cargo", "build", "--release", "--workspace", "--bins").run()?;
     let mut rows = vec![jsonl_read(root)?];
     rows.extend(crate::bench_calibrate::rows(root)?);
     rows.extend(sandbox_rows(root)?);
+    rows.extend(mutation_rows(
+        root,
+        &root.join("target/release/clover"),
+        &env,
+    )?);
 
     let mut md = String::new();
     writeln!(md, "{BEGIN}")?;
@@ -255,6 +260,133 @@ fn sandbox_rows(root: &Path) -> Result<Vec<Row>> {
         target: "≤ 60 ms over the tests' own time; ≥ 10× fewer seconds than cold".into(),
     });
     Ok(rows)
+}
+
+/// The mutation pass (issue 20): the Python fixture's problem-only oracle responses of Tasks
+/// II and III through `sandbox-run`, plain and with `--mutation` (calibrate's sidecar of at
+/// most 5 mutants a problem), one after the other; the seconds per mutant run are each
+/// distinct pass's own (`RunResult::mutation`), over its runs.
+pub fn mutation_rows(root: &Path, clover: &Path, env: &crate::setup::Env) -> Result<Vec<Row>> {
+    use anyhow::Context;
+    step("mutation: sandbox-run --mutation against sandbox-run of the same responses");
+    let dir = root.join("target/bench-mutation");
+    std::fs::create_dir_all(&dir)?;
+    let file = |name: &str| dir.join(name).display().to_string();
+    let repo = root.join("fixtures/python").display().to_string();
+    let python = env.python.display().to_string();
+    let tokenizer = env.tokenizer.display().to_string();
+    let (problems, calibrated, instances, responses) = (
+        file("problems.jsonl"),
+        file("calibrated.jsonl"),
+        file("instances.jsonl"),
+        file("responses.jsonl"),
+    );
+    let mutants = format!("{calibrated}.mutants.jsonl");
+    let clover_run = |args: &[&str]| -> Result<std::time::Duration> {
+        let t = Instant::now();
+        duct::cmd(clover, args)
+            .stderr_null()
+            .run()
+            .with_context(|| format!("clover {} failed", args.join(" ")))?;
+        Ok(t.elapsed())
+    };
+    clover_run(&["extract", "--repo", &repo, "-o", &problems])?;
+    clover_run(&[
+        "calibrate",
+        &problems,
+        "--repo",
+        &repo,
+        "--python",
+        &python,
+        "--runs",
+        "1",
+        "--mutants",
+        "5",
+        "-o",
+        &calibrated,
+    ])?;
+    clover_run(&[
+        "pack-context",
+        &calibrated,
+        "--repo",
+        &repo,
+        "--tokenizer",
+        &tokenizer,
+        "--settings",
+        "po",
+        "--seed",
+        "0",
+        "--cloze-per-repo",
+        "0",
+        "-o",
+        &instances,
+    ])?;
+    clover_run(&[
+        "generate", &instances, "--model", "oracle", "-o", &responses,
+    ])?;
+    let run = |name: &str, extra: &[&str]| -> Result<(f64, Vec<serde_json::Value>)> {
+        let out = file(name);
+        let mut args = vec![
+            "sandbox-run",
+            &responses,
+            "--repo",
+            &repo,
+            "--python",
+            &python,
+        ];
+        args.extend_from_slice(extra);
+        args.extend(["-o", &out]);
+        let secs = clover_run(&args)?.as_secs_f64();
+        let results = std::fs::read_to_string(&out)?
+            .lines()
+            .map(serde_json::from_str)
+            .collect::<Result<_, _>>()?;
+        Ok((secs, results))
+    };
+    let (plain, plain_results) = run("plain.jsonl", &[])?;
+    let (with, results) = run("mutation.jsonl", &["--mutation", &mutants])?;
+    // Responses with the same candidate and focus share one pass: count each once.
+    let mut passes = std::collections::BTreeMap::new();
+    for r in &results {
+        let key = (r["candidate"].to_string(), r["scoring"].to_string());
+        passes.insert(key, r["mutation"].clone());
+    }
+    let field = |m: &serde_json::Value, k: &str| m[k].as_f64().unwrap_or(0.0).max(0.0);
+    let runs: f64 = passes.values().map(|m| field(m, "run")).sum();
+    let cold: f64 = passes.values().map(|m| field(m, "cold")).sum();
+    let pass_secs: f64 = passes.values().map(|m| field(m, "duration_secs")).sum();
+    let killed: f64 = results
+        .iter()
+        .map(|r| field(&r["mutation"], "killed"))
+        .sum();
+    let kept: f64 = results.iter().map(|r| field(&r["mutation"], "kept")).sum();
+    let per_candidate = plain_results
+        .iter()
+        .map(|r| field(r, "duration_secs"))
+        .sum::<f64>()
+        / plain_results.len().max(1) as f64;
+    let per_mutant = pass_secs / runs.max(1.0);
+    Ok(vec![
+        Row {
+            name: format!(
+                "mutation pass: sandbox-run --mutation of {} po oracle responses of the Python                  fixture (Tasks II, III; ≤ 5 mutants a problem, {killed:.0} of {kept:.0} killed)",
+                results.len()
+            ),
+            measured: format!("{with:.1} s"),
+            baseline: format!("{plain:.1} s plain sandbox-run of the same responses"),
+            ratio: with / plain,
+            target: "≤ 3×".into(),
+        },
+        Row {
+            name: format!(
+                "one mutant run ({runs:.0} distinct, {cold:.0} cold: the fixture's conftest                  imports the mutated package)"
+            ),
+            measured: format!("{per_mutant:.2} s"),
+            baseline: format!("{per_candidate:.2} s a candidate's plain run (result's seconds)"),
+            ratio: per_mutant / per_candidate,
+            target: "none: a cold run; a warm one would cost what a candidate does".into(),
+        },
+    ])
 }
 
 /// Runs `crates/clover-sandbox/examples/sandbox_bench.rs` (built first, release) with `args`
