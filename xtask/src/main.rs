@@ -4,7 +4,8 @@
 //! - `test`: setup, then the whole test suite (format, lints, every crate's tests);
 //! - `demo`: setup, a release build, then the pipeline on the embedded fixtures;
 //! - `bench`: measurements as ratios against a baseline in the same run, into
-//!   `docs/BENCHMARKS.md`; `bench --corpus`: the whole pipeline on the corpus;
+//!   `docs/BENCHMARKS.md`; `bench --corpus`: the whole pipeline on the corpus; `bench --cpp`:
+//!   only the C++ candidate section (also the end of `bench`);
 //! - `install`: copies the `clover` and `clover-*` binaries into `PREFIX/bin`, the tokenizer
 //!   model into `PREFIX/share/clover`, and the shell completions and man pages under
 //!   `PREFIX/share`.
@@ -15,6 +16,7 @@
 mod bench;
 mod bench_calibrate;
 mod bench_corpus;
+mod bench_cpp;
 mod corpus;
 mod corpus_extract;
 mod corpus_extract_cpp;
@@ -61,6 +63,9 @@ enum Command {
         /// With --corpus: use the binaries in target/release as they are
         #[arg(long, requires = "corpus")]
         no_build: bool,
+        /// Instead: only the C++ candidate section (fast builds against the build as it was)
+        #[arg(long, conflicts_with = "corpus")]
+        cpp: bool,
     },
     /// Fetch the corpus packages and C++ repositories, check their hashes, and give each
     /// Python package its environment
@@ -115,11 +120,19 @@ fn main() -> Result<()> {
             cargo_args,
         } => test(&root, no_lint, &cargo_args),
         Command::Demo => demo::run(&root),
-        Command::Bench { corpus: false, .. } => bench::run(&root),
+        Command::Bench {
+            corpus: false,
+            cpp: true,
+            ..
+        } => bench_cpp::run(&root),
+        Command::Bench { corpus: false, .. } => {
+            bench::run(&root).and_then(|()| bench_cpp::run(&root))
+        }
         Command::Bench {
             corpus: true,
             names,
             no_build,
+            ..
         } => bench_corpus::run(&root, &names, !no_build),
         Command::Install { prefix } => install(&root, &prefix),
         Command::ScreenCorpus { names } => screen_corpus::run(&root, &names),
