@@ -55,7 +55,7 @@ pub use error::MutateError;
 pub use focal::{block_spans, problem_focus, target_bodies};
 pub use operator::Operator;
 pub use record::{apply, file_hash, judge_problem, problem_mutants};
-pub use rng::{problem_seed, SplitMix64};
+pub use rng::{problem_seed, Draws, SplitMix64};
 pub use source::{Focus, SourceFile};
 
 use sites::{Site, Sites};

@@ -3,35 +3,19 @@
 //! `--shard`'s FNV-1a ([`clover_protocol::fnv1a64`]), fixed by its definition too.
 
 use clover_protocol::fnv1a64;
+pub use clover_protocol::SplitMix64;
 
-/// SplitMix64 (Steele, Lea and Flood, 2014): one 64-bit state, a fixed output function.
-#[derive(Debug, Clone)]
-pub struct SplitMix64 {
-    state: u64,
+/// The mutants' draws from [`SplitMix64`].
+pub trait Draws {
+    /// Fisher–Yates.
+    fn shuffle<T>(&mut self, items: &mut [T]);
 }
 
-impl SplitMix64 {
-    pub fn new(seed: u64) -> SplitMix64 {
-        SplitMix64 { state: seed }
-    }
-
-    pub fn next_u64(&mut self) -> u64 {
-        self.state = self.state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    /// A number below `n` (`n > 0`). The modulo's bias is below 2^-40 for any list we shuffle.
-    fn below(&mut self, n: usize) -> usize {
-        (self.next_u64() % n as u64) as usize
-    }
-
-    /// Fisher–Yates.
-    pub fn shuffle<T>(&mut self, items: &mut [T]) {
+impl Draws for SplitMix64 {
+    fn shuffle<T>(&mut self, items: &mut [T]) {
         for i in (1..items.len()).rev() {
-            let j = self.below(i + 1);
+            // A number below i + 1; the modulo's bias is below 2^-40 for any list we shuffle.
+            let j = (self.next_u64() % (i as u64 + 1)) as usize;
             items.swap(i, j);
         }
     }

@@ -11,20 +11,16 @@
 //! `context/<problem id>/targeted_test`), so a choice never depends on the order records
 //! arrive in, on `--shard`, or on how many other choices were made before it.
 
-use clover_protocol::fnv1a64;
+use clover_protocol::{fnv1a64, SplitMix64};
 
-/// A SplitMix64 generator.
+/// A SplitMix64 generator ([`clover_protocol::SplitMix64`]) with pack-context's draws.
 #[derive(Debug, Clone)]
-pub struct Rng {
-    state: u64,
-}
-
-const GOLDEN_GAMMA: u64 = 0x9e37_79b9_7f4a_7c15;
+pub struct Rng(SplitMix64);
 
 impl Rng {
     /// A generator started at `seed`.
     pub fn new(seed: u64) -> Self {
-        Rng { state: seed }
+        Rng(SplitMix64::new(seed))
     }
 
     /// The generator for one named decision under a run's seed.
@@ -38,11 +34,7 @@ impl Rng {
 
     /// The next 64 random bits.
     pub fn next_u64(&mut self) -> u64 {
-        self.state = self.state.wrapping_add(GOLDEN_GAMMA);
-        let mut z = self.state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
+        self.0.next_u64()
     }
 
     /// A uniform integer in `0..n` (`n > 0`), without modulo bias: draws that fall in the

@@ -51,5 +51,5 @@ pub use records::{
     SftExample, Span, Target, TargetKind, Task, TestCase, TestOutcome, TokenUsage, UniqueBlock,
     SCHEMA_VERSION, SKIPPED_OVER_MAX_CONTEXT,
 };
-pub use shard::{fnv1a64, Shard};
+pub use shard::{fnv1a64, Shard, SplitMix64};
 pub use stage::{exit, finish_main, BadRecords, OnError, StageArgs, StageIo, Stopped, Usage};

@@ -19,6 +19,33 @@ pub fn fnv1a64(bytes: &[u8]) -> u64 {
     hash
 }
 
+/// SplitMix64 (Steele, Lea and Flood, "Fast splittable pseudorandom number generators", 2014):
+/// a 64-bit state advanced by a fixed odd constant and scrambled by two multiply-xorshift
+/// rounds. Written out here rather than taken from a crate so that the stream for a seed is
+/// fixed forever, on every platform and in every version of clover: pack-context's choices,
+/// the mutants' samples and score's bootstrap rebuild byte for byte. Each user draws its
+/// integers from it in its own way (and keeps that way: changing it changes its outputs).
+#[derive(Debug, Clone)]
+pub struct SplitMix64 {
+    state: u64,
+}
+
+impl SplitMix64 {
+    /// A generator started at `seed`.
+    pub fn new(seed: u64) -> Self {
+        SplitMix64 { state: seed }
+    }
+
+    /// The next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.state = self.state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+}
+
 /// One of `count` shards, written `index/count`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Shard {

@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use clover_protocol::Task;
+use clover_protocol::{SplitMix64, Task};
 
 use crate::metrics::{Tally, Verdict};
 
@@ -27,29 +27,10 @@ impl Default for Bootstrap {
     }
 }
 
-/// SplitMix64 (Steele, Lea and Flood, 2014): a tiny generator whose whole state is one word,
-/// so the stream is the same on every platform and in every version of clover.
-#[derive(Debug, Clone)]
-pub(crate) struct SplitMix64(u64);
-
-impl SplitMix64 {
-    pub(crate) fn new(seed: u64) -> Self {
-        SplitMix64(seed)
-    }
-
-    pub(crate) fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    /// A uniform index below `n` (> 0), by Lemire's multiply-shift; its bias, below n / 2^64,
-    /// is far under anything a benchmark of this size can show.
-    pub(crate) fn below(&mut self, n: usize) -> usize {
-        ((u128::from(self.next_u64()) * n as u128) >> 64) as usize
-    }
+/// A uniform index below `n` (> 0) from `rng`, by Lemire's multiply-shift; its bias, below
+/// n / 2^64, is far under anything a benchmark of this size can show.
+pub(crate) fn below(rng: &mut SplitMix64, n: usize) -> usize {
+    ((u128::from(rng.next_u64()) * n as u128) >> 64) as usize
 }
 
 impl Bootstrap {
@@ -72,7 +53,7 @@ impl Bootstrap {
         for _ in 0..self.replicates {
             let mut tally = Tally::default();
             for _ in 0..verdicts.len() {
-                tally.add(&verdicts[rng.below(verdicts.len())]);
+                tally.add(&verdicts[below(&mut rng, verdicts.len())]);
             }
             for (name, v) in tally.metrics(task) {
                 draws.entry(name).or_default().push(v);
@@ -116,7 +97,7 @@ mod tests {
         assert_eq!(r.next_u64(), 0x6e78_9e6a_a1b9_65f4);
         assert_eq!(r.next_u64(), 0x06c4_5d18_8009_454f);
         let mut r = SplitMix64::new(7);
-        assert!((0..1000).all(|_| r.below(3) < 3));
+        assert!((0..1000).all(|_| below(&mut r, 3) < 3));
     }
 
     #[test]
