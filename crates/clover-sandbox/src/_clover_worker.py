@@ -189,10 +189,10 @@ class Zygote:
         self.session = Session.from_config(self.config)
         self.session.exitstatus = 0
         self.config.hook.pytest_sessionstart(session=self.session)
-        if self.cov is not None:
+        self.reporters = {}
+        if self.cov is not None and self.setup.get("report_lines"):
             # Every file coverage could report on is parsed here once, so that a child only
             # maps its lines (coverage.py parses a file anew for every report).
-            self.reporters = {}
             from coverage.python import PythonFileReporter
 
             for src in self.setup.get("sources", []):

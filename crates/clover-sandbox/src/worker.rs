@@ -60,6 +60,8 @@ struct WorkerKey {
     coveragerc: Option<String>,
     sources: Vec<String>,
     save_coverage: bool,
+    /// The worker reports hit lines itself (it then parses the sources once, ahead).
+    report_lines: bool,
     /// The limits the worker's root and cgroups are built with, as a cold run's.
     memory_bytes: u64,
     pids: u64,
@@ -200,6 +202,7 @@ impl WarmPool {
             coveragerc: run.coveragerc.clone(),
             sources: run.sources.to_vec(),
             save_coverage: run.save_coverage,
+            report_lines: run.coverage_lines.is_some(),
             memory_bytes: limits.memory_bytes,
             pids: limits.pids,
             cpu_millis: (limits.cpus * 1000.0).round() as u64,
@@ -213,6 +216,7 @@ impl WarmPool {
                 "coveragerc": run.coveragerc,
                 "sources": run.sources,
                 "save_coverage": run.save_coverage,
+                "report_lines": run.coverage_lines.is_some(),
                 "tmpfs_bytes": limits.tmpfs_bytes,
                 "overlay_bytes": limits.overlay_bytes,
             });
