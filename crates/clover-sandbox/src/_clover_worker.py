@@ -529,8 +529,10 @@ class Zygote:
             code = 3
             try:
                 code = self.runner(req, out_fd, err_fd)
-                sys.stdout.flush()
-                sys.stderr.flush()
+                self.exit_as_python_does()
+            except SystemExit as e:
+                # An exit handler's own exit, as the interpreter would take it.
+                code = e.code if isinstance(e.code, int) else 1
             except BaseException:
                 traceback.print_exc()
             finally:
@@ -560,6 +562,24 @@ class Zygote:
         os._exit(128 + sig)
 
     # --- H: the runner -----------------------------------------------------------------
+
+    @staticmethod
+    def exit_as_python_does():
+        """What the interpreter does between `python -m pytest` returning and the process
+        ending, in its order: it waits for the threads that are not daemons, runs the exit
+        handlers and flushes the standard streams. A candidate that leaves a thread running
+        or registers an exit handler then ends as it would cold (a timeout, another exit code);
+        the rest of the teardown (freeing every object) changes nothing anyone reads."""
+        import atexit
+        import threading
+
+        threading._shutdown()
+        atexit._run_exitfuncs()
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except Exception:
+                pass
 
     def runner(self, req, out_fd, err_fd):
         _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)

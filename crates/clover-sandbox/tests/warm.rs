@@ -117,6 +117,8 @@ fn a_candidate_leaves_nothing_behind_for_the_next() {
         "def test_hog():\n    x = bytearray(1 << 30)\n    y = bytearray(1 << 30)\n",
         // Times out, with a child of its own.
         "import subprocess, time\ndef test_hang():\n    subprocess.Popen(['sleep', '600'])\n    time.sleep(600)\n",
+        // Passes, and leaves a thread the interpreter waits for at exit: a timeout cold.
+        "import threading, time\ndef test_thread():\n    threading.Thread(target=time.sleep, args=(600,)).start()\n",
     ];
     let pool = WarmPool::new();
     let mut clean_warm = clean.clone();
