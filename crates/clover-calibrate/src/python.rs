@@ -295,6 +295,7 @@ fn run_pytest_once(
                 files: &group_files,
                 writable: &[PathBuf::from(REPORT_DIR)],
                 collect: &spec.collect,
+                late: false,
             },
         )
         .ok()

@@ -766,8 +766,8 @@ pub struct Mutation {
     pub operators: Vec<OperatorKills>,
     /// The ids of the mutants run that the candidate let live, in the sidecar's order.
     pub survived: Vec<String>,
-    /// Mutant runs made cold because the warm worker had already executed the mutated file
-    /// (a module its conftests import).
+    /// Mutant runs that fell back to a fresh interpreter because no warm worker could serve
+    /// them (not those of `--cold`, where every run is).
     pub cold: u32,
     /// Timing of all mutant runs: excluded by name when outputs are compared.
     pub duration_secs: f64,

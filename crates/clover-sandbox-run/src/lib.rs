@@ -21,8 +21,9 @@
 //! ([`mutation`]), each mutant's file written over the original beside the candidate in a
 //! fresh view, without coverage, pytest stopping at the first failing test; the result's
 //! `mutation` counts the mutants killed (the run did not pass) by operator. A mutant of a
-//! module the repository's conftests import runs cold (the warm worker has executed the
-//! original) and is counted so. C++ is not mutated: the GoogleTest runner builds the library
+//! module the repository's conftests import runs in a warm worker that configures pytest per
+//! run (a configured one has executed the original); one no worker can serve runs cold and
+//! is counted so. C++ is not mutated: the GoogleTest runner builds the library
 //! under test from the repository as it stands, with no way to put a mutated source in.
 //!
 //! It deliberately decides no verdict of its own: outcomes come from the runner's judges
@@ -607,8 +608,7 @@ impl<'a> ResponseRunner<'a> {
                 ..original.clone()
             };
             let r = self.run_pytest(&run)?;
-            // The warm runner says so in the message when a worker could not take the run
-            // (here: it had executed the mutated file, a module its conftests import).
+            // The warm runner says so in the message when no worker could take the run.
             if self.warm.is_some()
                 && r.message
                     .as_deref()

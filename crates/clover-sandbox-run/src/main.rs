@@ -87,7 +87,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         let m = &summary.mutants;
         diag!(
             "{TOOL}: mutation: {} of {} kept mutant(s) killed, {} mutant run(s) in {:.1} s, {} \
-             of them cold (the warm worker had executed the mutated file)",
+             of them cold (no warm worker could serve them)",
             m.killed,
             m.kept,
             m.run,

@@ -953,10 +953,11 @@ fn the_mutation_pass_scores_the_oracle_full_and_assert_true_zero() {
     assert_eq!(plain[0].mutation, Default::default());
 }
 
-/// A mutated module that the repository's conftest imports cannot be given to a warm worker
-/// (it has executed the original): those mutant runs go cold, are counted, and judge alike.
+/// A mutated module that the repository's conftest imports cannot be given to a configured
+/// warm worker (it has executed the original): those mutant runs go to a worker that
+/// configures pytest per run, and judge as cold runs (`--cold`) do.
 #[test]
-fn mutants_of_a_module_the_conftest_imports_run_cold_and_are_counted() {
+fn mutants_of_a_module_the_conftest_imports_run_warm_and_judge_as_cold() {
     let Some(py) = ready() else { return };
     let repo = clover_testkit::fixture("python");
     let path = "src/ledger/money.py";
@@ -988,21 +989,28 @@ fn mutants_of_a_module_the_conftest_imports_run_cold_and_are_counted() {
         serde_json::json!({"name": "__add__", "kind": "method", "path": path,
                            "start_line": 40, "end_line": 42, "import_lines": [[40, 40]]}),
     );
-    let (results, code, stderr) = run_stage(
-        &[r],
-        &[
-            "--repo",
-            repo.to_str().unwrap(),
-            "--python",
-            py.to_str().unwrap(),
-            "--mutation",
-            sidecar.to_str().unwrap(),
-        ],
-    );
+    let args = [
+        "--repo",
+        repo.to_str().unwrap(),
+        "--python",
+        py.to_str().unwrap(),
+        "--mutation",
+        sidecar.to_str().unwrap(),
+    ];
+    let (results, code, stderr) = run_stage(std::slice::from_ref(&r), &args);
     assert_eq!(code, 0, "{stderr}");
     let m = &results[0].mutation;
     assert_eq!(m.kept, Some(record.kept.len() as u32), "{m:?}");
-    assert!(m.run > 0 && m.cold == m.run, "{m:?}");
+    assert!(m.run > 0 && m.cold == 0, "{m:?}");
     // `+` → `-` in `__add__` is caught by a test of addition.
     assert!(m.killed >= 1, "{m:?}");
+    let mut cold_args = args.to_vec();
+    cold_args.push("--cold");
+    let (cold, code, stderr) = run_stage(&[r], &cold_args);
+    assert_eq!(code, 0, "{stderr}");
+    let c = &cold[0].mutation;
+    assert_eq!(
+        (m.run, m.killed, &m.survived),
+        (c.run, c.killed, &c.survived)
+    );
 }

@@ -166,25 +166,15 @@ class Zygote:
     def warm(self):
         """What a cold run does before it collects: coverage first (as pytest-cov starts it
         before any conftest is imported), then pytest's configuration and session start."""
-        import pytest
+        import pytest  # noqa: F401
         from _pytest.config import _prepareconfig
         from _pytest.main import Session
 
-        zygote = self
-
-        class StartCoverage:
-            # Where pytest-cov starts it in a cold run: first thing when the initial conftests
-            # are about to load, after pytest and its plugins were imported.
-            @pytest.hookimpl(tryfirst=True)
-            def pytest_load_initial_conftests(self, early_config, parser, args):
-                rc = zygote.setup.get("coveragerc")
-                if rc:
-                    import coverage
-
-                    zygote.cov = coverage.Coverage(config_file=rc, data_file=None)
-                    zygote.cov.start()
-
-        self.config = _prepareconfig(list(self.setup["args"]), plugins=[StartCoverage()])
+        if self.setup.get("coveragerc"):
+            self.untraced_rewrite()
+        if self.setup.get("late"):
+            return self.warm_late()
+        self.config = _prepareconfig(list(self.setup["args"]), plugins=[self.start_coverage()])
         self.config._do_configure()
         self.session = Session.from_config(self.config)
         self.session.exitstatus = 0
@@ -208,11 +198,75 @@ class Zygote:
                     except Exception:
                         continue
                     self.reporters[key] = fr
-        if self.cov is not None:
-            self.untraced_rewrite()
-        # Bytecode for the package under test, compiled once here into the worker's view (so
-        # every candidate's view has it): a cold run compiles each module it imports anew.
-        # Same code objects, same lines; coverage does not tell them apart.
+        self.compile_sources()
+        # The files the zygote has executed: a candidate that brings its own version of one
+        # (a conftest, a module the conftests imported, a mutant of the package) would not be
+        # read again in the fork; such a candidate goes to a worker configured per run.
+        self.loaded = {
+            os.path.realpath(f)
+            for f in (getattr(m, "__file__", None) for m in list(sys.modules.values()))
+            if isinstance(f, str)
+        }
+        self.freeze()
+
+    def warm_late(self):
+        """A worker for candidates that replace files a configured worker has executed: only
+        what a cold run imports before it configures pytest (pytest, its plugins, coverage.py)
+        is loaded here; each run configures pytest itself, as `python -m pytest` would."""
+        from importlib.metadata import entry_points
+
+        import coverage  # noqa: F401
+
+        for ep in entry_points(group="pytest11"):
+            try:
+                ep.load()
+            except Exception:
+                pass
+        self.config = None
+        self.reporters = {}
+        self.loaded = set()
+        self.compile_sources()
+        self.freeze()
+
+    def start_coverage(self):
+        """The plugin that starts coverage.py where pytest-cov starts it in a cold run (first
+        thing when the initial conftests are about to load, after pytest and its plugins were
+        imported) and, in a worker configured per run, stops it where pytest-cov does (when
+        the test loop ends)."""
+        import pytest
+
+        zygote = self
+
+        class StartCoverage:
+            @pytest.hookimpl(tryfirst=True)
+            def pytest_load_initial_conftests(self, early_config, parser, args):
+                rc = zygote.setup.get("coveragerc")
+                if rc:
+                    import coverage
+
+                    zygote.cov = coverage.Coverage(config_file=rc, data_file=None)
+                    zygote.cov.start()
+
+            @pytest.hookimpl(wrapper=True)
+            def pytest_runtestloop(self, session):
+                try:
+                    return (yield)
+                finally:
+                    if zygote.config is None and zygote.cov is not None:
+                        zygote.stop_coverage()
+
+        return StartCoverage()
+
+    def stop_coverage(self):
+        self.cov.stop()
+        if self.setup.get("save_coverage"):
+            self.save_coverage()
+
+    def compile_sources(self):
+        """Bytecode for the package under test, compiled once here into the worker's view (so
+        every candidate's view has it): a cold run compiles each module it imports anew.
+        Same code objects, same lines; coverage does not tell them apart (a candidate's own
+        version of a file is newer than its bytecode, which Python then ignores)."""
         import compileall
 
         for src in self.setup.get("sources", []):
@@ -221,14 +275,8 @@ class Zygote:
                 compileall.compile_dir(path, quiet=2)
             elif os.path.isfile(path):
                 compileall.compile_file(path, quiet=2)
-        # The files the zygote has executed: a candidate that brings its own version of one
-        # (a conftest, a module the conftests imported, a mutant of the package) would not be
-        # read again in the fork, so such a candidate runs cold.
-        self.loaded = {
-            os.path.realpath(f)
-            for f in (getattr(m, "__file__", None) for m in list(sys.modules.values()))
-            if isinstance(f, str)
-        }
+
+    def freeze(self):
         import threading
 
         if threading.active_count() != 1:
@@ -248,12 +296,13 @@ class Zygote:
         from _pytest.assertion import rewrite
 
         original = rewrite._rewrite_test
-        collector = self.cov._collector
+        zygote = self
 
         def rewrite_test(fn, config):
             # A plugin may have stopped coverage while pytest collects (calibrate's does).
-            if sys.gettrace() is None:
+            if zygote.cov is None or sys.gettrace() is None:
                 return original(fn, config)
+            collector = zygote.cov._collector
             collector.pause()
             try:
                 return original(fn, config)
@@ -374,6 +423,8 @@ class Zygote:
         """C, once its candidate came: writes the files, runs it, answers."""
         lim = req["limits"]
         repo = self.repo
+        # A file the candidate brings in place of the repository's is parsed anew for its lines.
+        self.replaced = {os.path.realpath(os.path.join(repo, f["path"])) for f in req["files"]}
         for f in req["files"]:
             path = os.path.realpath(os.path.join(repo, f["path"]))
             if path in self.loaded:
@@ -590,7 +641,8 @@ class Zygote:
         os.dup2(err_fd, 2)
         for fd in (null, out_fd, err_fd):
             os.close(fd)
-        self.own_descriptors()
+        if self.config is not None:
+            self.own_descriptors()
         os.setsid()
         with open("/proc/self/oom_score_adj", "w") as f:
             f.write("1000")
@@ -642,6 +694,8 @@ class Zygote:
             os.dup2(2, fd)
 
     def run_pytest(self, req):
+        if self.config is None:
+            return self.run_pytest_late(req)
         from _pytest import outcomes
         from _pytest.config import ExitCode, UsageError
 
@@ -680,9 +734,7 @@ class Zygote:
                 config.notify_exception(_pytest._code.ExceptionInfo.from_current(), config.option)
         finally:
             if self.cov is not None:
-                self.cov.stop()
-                if self.setup.get("save_coverage"):
-                    self.save_coverage()
+                self.stop_coverage()
             session.exitstatus = status
             os.chdir(str(session.startpath))
             try:
@@ -694,6 +746,17 @@ class Zygote:
         if self.cov is not None and req.get("coverage_out"):
             self.write_coverage(req["coverage_out"])
         return int(session.exitstatus)
+
+    def run_pytest_late(self, req):
+        """The whole of `python -m pytest ARGS TARGETS` in this process: configuration,
+        session, collection, tests, session end."""
+        import pytest
+
+        args = list(self.setup["args"]) + list(req["targets"])
+        code = pytest.main(args, plugins=[self.start_coverage()])
+        if self.cov is not None and req.get("coverage_out"):
+            self.write_coverage(req["coverage_out"])
+        return int(code)
 
     def save_coverage(self):
         """The measured data, contexts included, written to $COVERAGE_FILE as pytest-cov
@@ -728,7 +791,9 @@ class Zygote:
         data = cov.get_data()
         files = {}
         for f in sorted(data.measured_files()):
-            fr = self.reporters.get(os.path.realpath(f)) or PythonFileReporter(f, cov)
+            key = os.path.realpath(f)
+            fr = None if key in self.replaced else self.reporters.get(key)
+            fr = fr or PythonFileReporter(f, cov)
             try:
                 analysis = cov._analyze(f, file_reporter=fr)
             except Exception:

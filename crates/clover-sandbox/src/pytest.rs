@@ -9,7 +9,7 @@ use clover_protocol::{FileCoverage, LimitHit, LineRanges, Outcome, TestCase, Tes
 
 use crate::report::{parse_cobertura, parse_junit};
 use crate::spec::{Collected, ExitStatus, Limits, RunOutput, RunSpec, WriteFile};
-use crate::worker::WarmRun;
+use crate::worker::{ColdReason, WarmRun};
 use crate::{Sandbox, SandboxError, WarmPool};
 
 /// Where reports go, relative to the repository; the sandbox user may write there.
@@ -214,7 +214,7 @@ impl PytestRun {
         ];
         let writable = [PathBuf::from(OUT_DIR)];
         let base = self.base_spec(Vec::new());
-        let run = WarmRun {
+        let mut run = WarmRun {
             base: &base,
             python: &self.python,
             args: &pytest_args(),
@@ -226,8 +226,14 @@ impl PytestRun {
             files: &self.files,
             writable: &writable,
             collect: &collect,
+            late: false,
         };
-        match pool.run_pytest(sandbox, &run) {
+        let mut warm = pool.run_pytest(sandbox, &run);
+        if matches!(warm, Err(ColdReason::Replaces(_))) {
+            run.late = true;
+            warm = pool.run_pytest(sandbox, &run);
+        }
+        match warm {
             Ok(run) => Ok(self.verdict(run, CoverageReport::Lines)),
             Err(why) => {
                 let mut r = self.run(sandbox)?;

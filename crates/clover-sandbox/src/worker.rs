@@ -60,6 +60,7 @@ struct WorkerKey {
     coveragerc: Option<String>,
     sources: Vec<String>,
     save_coverage: bool,
+    late: bool,
     /// The worker reports hit lines itself (it then parses the sources once, ahead).
     report_lines: bool,
     /// The limits the worker's root and cgroups are built with, as a cold run's.
@@ -92,6 +93,10 @@ pub struct WarmRun<'a> {
     pub save_coverage: bool,
     /// Where (relative to the repository) the lines coverage.py's XML would mark hit go.
     pub coverage_lines: Option<&'a str>,
+    /// A worker that configures pytest in each run (it has imported pytest, its plugins and
+    /// coverage.py, no more), for a run that replaces a file a configured worker has
+    /// executed: a conftest, a module the conftests import, a mutant of the package.
+    pub late: bool,
     pub targets: &'a [String],
     /// The run's own files (the candidate).
     pub files: &'a [WriteFile],
@@ -110,6 +115,10 @@ pub enum ColdReason {
     Silent,
     #[error("the warm worker could not serve the candidate: {0}")]
     Refused(String),
+    /// The run replaces a file the worker has executed: a worker configured per run
+    /// ([`WarmRun::late`]) can serve it.
+    #[error("{0}")]
+    Replaces(String),
 }
 
 /// One warm worker, idle or serving one candidate.
@@ -187,7 +196,9 @@ impl WarmPool {
         dirs.sort();
         dirs.dedup();
         let mut args = run.args.to_vec();
-        args.extend(dirs);
+        if !run.late {
+            args.extend(dirs);
+        }
         let key = WorkerKey {
             repo: repo.clone(),
             python: run.python.to_path_buf(),
@@ -202,6 +213,7 @@ impl WarmPool {
             coveragerc: run.coveragerc.clone(),
             sources: run.sources.to_vec(),
             save_coverage: run.save_coverage,
+            late: run.late,
             report_lines: run.coverage_lines.is_some(),
             memory_bytes: limits.memory_bytes,
             pids: limits.pids,
@@ -216,6 +228,7 @@ impl WarmPool {
                 "coveragerc": run.coveragerc,
                 "sources": run.sources,
                 "save_coverage": run.save_coverage,
+                "late": run.late,
                 "report_lines": run.coverage_lines.is_some(),
                 "tmpfs_bytes": limits.tmpfs_bytes,
                 "overlay_bytes": limits.overlay_bytes,
@@ -354,7 +367,7 @@ impl Worker {
             return Err(ColdReason::Refused(last_line(fatal)));
         }
         if let Some(why) = answer.get("refused").and_then(Value::as_str) {
-            return Err(ColdReason::Refused(why.to_string()));
+            return Err(ColdReason::Replaces(why.to_string()));
         }
         let after = self.process.cgroup.stats();
         let mut stats = after;
