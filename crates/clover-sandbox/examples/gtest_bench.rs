@@ -16,6 +16,9 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+#[path = "../tests/common/mod.rs"]
+mod common;
+
 use clover_sandbox::gtest::{CppProject, FastBuild, GtestResult, GtestRun, LibraryCache};
 use clover_sandbox::{Limits, Sandbox, WriteFile};
 
@@ -47,17 +50,7 @@ fn main() {
         .expect("the fixture's manifest")
         .remove(0);
     let fixture = CppProject::from_config(&cfg);
-    let samples = CppProject {
-        repo: samples.into(),
-        cxx: "g++".into(),
-        cxxflags: vec!["-std=c++17".into()],
-        include_dirs: vec![".".into()],
-        source_dirs: vec![".".into()],
-        test_globs: vec!["*_unittest.cc".into()],
-        excludes: Vec::new(),
-        link: vec!["gtest_main".into(), "gtest".into(), "pthread".into()],
-        env: Vec::new(),
-    };
+    let samples = common::samples_project(Path::new(samples));
     let limits = Limits {
         wall: Duration::from_secs(600),
         cpu_secs: 600,

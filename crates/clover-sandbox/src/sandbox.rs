@@ -343,43 +343,41 @@ pub(crate) struct WorkerProcess {
 
 /// The repository and binds of a spec, canonical, once the spec is checked.
 fn checked(spec: &RunSpec) -> Result<(PathBuf, Vec<PathBuf>), SandboxError> {
-    {
-        if spec.argv.is_empty() {
-            return Err(SandboxError::InvalidSpec("the command is empty".into()));
-        }
-        sfs::check_relative("working directory", &spec.workdir)?;
-        for f in &spec.files {
-            sfs::check_relative("file", &f.path)?;
-            if f.path.file_name().is_none() {
-                return Err(SandboxError::InvalidSpec(format!(
-                    "file {} has no file name",
-                    f.path.display()
-                )));
-            }
-        }
-        for p in spec.writable_dirs.iter().chain(&spec.collect) {
-            sfs::check_relative("path", p)?;
-        }
-        let repo = spec
-            .repo
-            .canonicalize()
-            .map_err(|e| SandboxError::io("opening the repository", &spec.repo, e))?;
-        if !repo.is_dir() || repo == Path::new("/") {
+    if spec.argv.is_empty() {
+        return Err(SandboxError::InvalidSpec("the command is empty".into()));
+    }
+    sfs::check_relative("working directory", &spec.workdir)?;
+    for f in &spec.files {
+        sfs::check_relative("file", &f.path)?;
+        if f.path.file_name().is_none() {
             return Err(SandboxError::InvalidSpec(format!(
-                "repository {} is not a directory below /",
-                repo.display()
+                "file {} has no file name",
+                f.path.display()
             )));
         }
-        let binds = spec
-            .binds
-            .iter()
-            .map(|b| {
-                b.canonicalize()
-                    .map_err(|e| SandboxError::io("binding", b, e))
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok((repo, binds))
     }
+    for p in spec.writable_dirs.iter().chain(&spec.collect) {
+        sfs::check_relative("path", p)?;
+    }
+    let repo = spec
+        .repo
+        .canonicalize()
+        .map_err(|e| SandboxError::io("opening the repository", &spec.repo, e))?;
+    if !repo.is_dir() || repo == Path::new("/") {
+        return Err(SandboxError::InvalidSpec(format!(
+            "repository {} is not a directory below /",
+            repo.display()
+        )));
+    }
+    let binds = spec
+        .binds
+        .iter()
+        .map(|b| {
+            b.canonicalize()
+                .map_err(|e| SandboxError::io("binding", b, e))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok((repo, binds))
 }
 
 /// The layout a run of `limits` with this repository, binds and view is built with.

@@ -5,8 +5,9 @@
 //! per prefix and flags; a header the compiler rejects, or one that does not build, and the
 //! candidate compiled without it.
 
-use std::path::Path;
 use std::time::Duration;
+
+mod common;
 
 use clover_manifest::RepoConfig;
 use clover_protocol::Outcome;
@@ -163,24 +164,10 @@ fn fast_builds_read_the_same_on_the_fixture() {
 #[test]
 fn fast_builds_read_the_same_on_the_googletest_samples() {
     let Some(sb) = ready() else { return };
-    let samples = Path::new("/usr/src/googletest/googletest/samples");
-    let Some(()) = clover_testkit::require(
-        "the GoogleTest samples (Debian googletest)",
-        samples.join("sample1_unittest.cc").exists().then_some(()),
-    ) else {
+    let Some(samples) = common::samples_dir() else {
         return;
     };
-    let project = CppProject {
-        repo: samples.into(),
-        cxx: "g++".into(),
-        cxxflags: vec!["-std=c++17".into()],
-        include_dirs: vec![".".into()],
-        source_dirs: vec![".".into()],
-        test_globs: vec!["*_unittest.cc".into()],
-        excludes: Vec::new(),
-        link: vec!["gtest_main".into(), "gtest".into(), "pthread".into()],
-        env: Vec::new(),
-    };
+    let project = common::samples_project(samples);
     let tests = [
         "sample1_unittest.cc",
         "sample2_unittest.cc",

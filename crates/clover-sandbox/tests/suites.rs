@@ -8,6 +8,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
+mod common;
+
 use clover_manifest::RepoConfig;
 use clover_protocol::{Language, Outcome, TestCase, TestOutcome};
 use clover_sandbox::gtest::{CppProject, GtestRun, LibraryCache};
@@ -561,24 +563,10 @@ fn a_run_that_loses_its_counters_says_so() {
 #[test]
 fn googletest_samples_same_bare_and_sandboxed() {
     let Some(()) = cpp_ready() else { return };
-    let samples = Path::new("/usr/src/googletest/googletest/samples");
-    let Some(()) = clover_testkit::require(
-        "the GoogleTest samples (Debian googletest)",
-        samples.join("sample1_unittest.cc").exists().then_some(()),
-    ) else {
+    let Some(samples) = common::samples_dir() else {
         return;
     };
-    let project = CppProject {
-        repo: samples.into(),
-        cxx: "g++".into(),
-        cxxflags: vec!["-std=c++17".into()],
-        include_dirs: vec![".".into()],
-        source_dirs: vec![".".into()],
-        test_globs: vec!["*_unittest.cc".into()],
-        excludes: Vec::new(),
-        link: vec!["gtest_main".into(), "gtest".into(), "pthread".into()],
-        env: Vec::new(),
-    };
+    let project = common::samples_project(samples);
     cpp_suite(
         "googletest samples",
         &project,
