@@ -122,11 +122,13 @@ pub fn write_card(name: &str, export: &Export) -> String {
          - A value that is absent is written in its column's own type, never as `null`: `\"\"` \
          for text and names, `-1` for counts, codes and settings that are never negative \
          (`exit_code`, `signal`, `seed`, `max_tokens`, temperature, top_p), `-9` for a \
-         frequency or presence penalty (their range, -2 to 2, holds -1), `[]` for a list.\n\
+         frequency or presence penalty (their range, -2 to 2, holds -1).\n\
          - `scoring` holds the JSON text of an object whose keys depend on the task: \
          `json.loads(row[\"scoring\"])`.\n\
-         - A part that belongs to one language only (a problem's `python` or `cpp`) is null in \
-         the other language's records.\n",
+         - A list that can be empty in every record of a file (`tests`, `coverage`, \
+         `context_files`, `selectors`, `stop`, …) holds the JSON text of the list, and a part \
+         that belongs to one language only (a problem's `python` or `cpp`) the JSON text of the \
+         part, `\"\"` in the other language's records: `json.loads(row[\"tests\"])`.\n",
     );
     out
 }

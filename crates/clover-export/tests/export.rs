@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use clover_protocol::{
-    CalibratedProblem, ExecSpec, Generation, LimitHit, Outcome, RecordKind, Response, RunResult,
-    Task, TestCase, TestOutcome, TokenUsage, SCHEMA_VERSION,
+    CalibratedProblem, ExecSpec, Generation, Instance, LimitHit, Outcome, RecordKind, Response,
+    RunResult, Task, TestCase, TestOutcome, TokenUsage, SCHEMA_VERSION,
 };
 use clover_testkit::{require, workspace_root};
 use serde_json::json;
@@ -167,11 +167,14 @@ for group in sys.argv[1:]:
 print(json.dumps(out))
 "#;
 
-/// Several models' responses, several models' results, and a joined results file whose first
-/// set `signal`, `limit_hit` and `message` come after the loader's first 10 MiB: each group
-/// loads as one dataset, in either order, with no column typed null and `scoring` a string.
-/// Before schema version 2 every group here failed (`Couldn't cast array of type string to
-/// null`).
+/// Several models' responses, several models' results, a joined results file whose first
+/// set `signal`, `limit_hit` and `message` come after the loader's first 10 MiB, Python and
+/// C++ problems, calibrated problems and instances (calibrate's real output on the fixtures),
+/// and Task I results (no coverage) with Task II ones: each group loads as one dataset, in
+/// either order, with no column typed null and `scoring` a string. Before schema version 2 the
+/// response and result groups failed (`Couldn't cast array of type string to null`); before
+/// version 3 the problem, calibrated and instance groups and the Task I results did (a
+/// Python problem's absent C++ part, a C++ instance's empty `selectors`).
 #[test]
 fn plain_records_of_several_files_load_together() {
     let Some(hf) = hf_python() else { return };
@@ -237,12 +240,72 @@ fn plain_records_of_several_files_load_together() {
     write_jsonl(&p("results.joined.jsonl"), &joined);
     assert!(std::fs::metadata(p("results.joined.jsonl")).unwrap().len() > 10 << 20);
 
+    // Task I is run without coverage; a Task II run measures its target's file.
+    let mut targeted = result("t", "oracle", 10);
+    targeted.task = Some(Task::TargetedTest);
+    targeted.coverage = vec![clover_protocol::FileCoverage {
+        path: "ledger/money.py".into(),
+        lines: clover_protocol::LineRanges::from_lines([3, 4, 7]),
+    }];
+    let mut nothing_ran = result("n", "oracle", 10);
+    nothing_ran.outcome = Outcome::NoCode;
+    nothing_ran.tests.clear();
+    write_jsonl(&p("results.task1.jsonl"), &[nothing_ran]);
+    write_jsonl(&p("results.task2.jsonl"), &[targeted]);
+
+    let calibrated = |name: &str| -> Vec<CalibratedProblem> {
+        let text = std::fs::read_to_string(pack_data(name)).unwrap();
+        text.lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    };
+    for lang in ["python", "cpp"] {
+        let c = calibrated(&format!("calibrated_{lang}.jsonl"));
+        let problems: Vec<_> = c.iter().map(|c| c.problem.clone()).collect();
+        write_jsonl(&p(&format!("problems.{lang}.jsonl")), &problems);
+        write_jsonl(&p(&format!("calibrated.{lang}.jsonl")), &c);
+    }
+    let instance = |id: &str, selectors: &[&str], context: &[&str]| Instance {
+        kind: RecordKind::Instance,
+        schema_version: SCHEMA_VERSION,
+        id: id.into(),
+        problem_id: id.into(),
+        repo: "r".into(),
+        task: Task::TargetedTest,
+        setting: "8k".into(),
+        answer_format: "part".into(),
+        prompt: "write a test".into(),
+        messages: vec![clover_protocol::Message {
+            role: "user".into(),
+            content: "write a test".into(),
+        }],
+        prompt_tokens: 3,
+        context_files: context.iter().map(|s| s.to_string()).collect(),
+        reference: String::new(),
+        exec: ExecSpec {
+            selectors: selectors.iter().map(|s| s.to_string()).collect(),
+            ..ExecSpec::default()
+        },
+        scoring: Default::default(),
+    };
+    write_jsonl(
+        &p("instances.python.jsonl"),
+        &[instance("a", &["tests/test_a.py::test_a"], &["a.py"])],
+    );
+    write_jsonl(&p("instances.cpp.jsonl"), &[instance("b", &[], &[])]);
+
     let groups: Vec<String> = [
         "results.joined.jsonl",
         "responses.oracle.jsonl,responses.coder.jsonl",
         "responses.coder.jsonl,responses.oracle.jsonl",
         "results.oracle.jsonl,results.coder.jsonl",
         "results.coder.jsonl,results.oracle.jsonl",
+        "problems.python.jsonl,problems.cpp.jsonl",
+        "problems.cpp.jsonl,problems.python.jsonl",
+        "calibrated.python.jsonl,calibrated.cpp.jsonl",
+        "calibrated.cpp.jsonl,calibrated.python.jsonl",
+        "instances.cpp.jsonl,instances.python.jsonl",
+        "results.task1.jsonl,results.task2.jsonl",
     ]
     .iter()
     .map(|g| {
@@ -254,7 +317,9 @@ fn plain_records_of_several_files_load_together() {
     .collect();
     let args: Vec<&Path> = groups.iter().map(Path::new).collect();
     let out: serde_json::Value = serde_json::from_str(&python(&hf, LOAD_TOGETHER, &args)).unwrap();
-    let rows = [176, 4, 4, 3, 3];
+    let n = |name: &str| calibrated(name).len();
+    let both = n("calibrated_python.jsonl") + n("calibrated_cpp.jsonl");
+    let rows = [176, 4, 4, 3, 3, both, both, both, both, 2, 2];
     for (group, n) in groups.iter().zip(rows) {
         assert_eq!(out[group]["rows"], n, "{group}: {out}");
         assert_eq!(out[group]["weak"], json!([]), "{group}: {out}");
@@ -273,11 +338,12 @@ except Exception as e:
     print(repr(e.__cause__ or e))
 "#;
 
-/// What no record can say: the type of a list that is empty in every record of the first
-/// file (here `stop`, set only by the second model's run). Loaded as plain files, the second
-/// file's list does not cast to the first's `null` items; exported, the card declares it.
+/// A list that is empty in every record of the first file (here `stop`, set only by the
+/// second model's run) is a string column, the JSON text of the list: plain files load
+/// together (before schema version 3 the second file's list did not cast to the first's
+/// `null` items), and so does the export, whose card declares it.
 #[test]
-fn a_list_empty_in_the_whole_first_file_loads_through_the_export() {
+fn a_list_empty_in_the_whole_first_file_loads_plain_and_exported() {
     let Some(hf) = hf_python() else { return };
     let dir = tempfile::tempdir().unwrap();
     let first = dir.path().join("responses.oracle.jsonl");
@@ -294,10 +360,7 @@ fn a_list_empty_in_the_whole_first_file_loads_through_the_export() {
     write_jsonl(&first, &[response("a", "oracle", oracle, None)]);
     write_jsonl(&second, &[response("a", "org/coder", stops, None)]);
     let plain = python(&hf, LOAD_PLAIN, &[&first, &second]);
-    assert!(
-        plain.contains("Couldn't cast array of type string to null"),
-        "{plain}"
-    );
+    assert_eq!(plain.trim(), "loaded");
 
     let out = dir.path().join("responses");
     let o = run_export(&[
@@ -309,7 +372,7 @@ fn a_list_empty_in_the_whole_first_file_loads_through_the_export() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let card = std::fs::read_to_string(out.join("README.md")).unwrap();
     assert!(
-        card.contains("- name: \"stop\"\n        list: string\n"),
+        card.contains("- name: \"stop\"\n        dtype: string\n"),
         "{card}"
     );
     let loaded: serde_json::Value =

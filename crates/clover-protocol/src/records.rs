@@ -12,9 +12,11 @@ use crate::wire;
 
 /// The schema version this build writes and the newest it reads.
 ///
-/// Version 2 writes no JSON `null` and `scoring` as the text of its object (see `wire`), so
-/// files load together where column types are inferred; version 1 records still read.
-pub const SCHEMA_VERSION: u32 = 2;
+/// Version 2 writes no JSON `null` and `scoring` as the text of its object; version 3 also
+/// writes every list that can be empty in a whole file, and a problem's language part, as
+/// their JSON text (see `wire`), so files load together where column types are inferred.
+/// Records of versions 1 and 2 still read.
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// What a record is. Serialized as the `kind` field.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -148,7 +150,11 @@ pub struct Problem {
     pub id: String,
     pub repo: String,
     pub language: Language,
+    /// Written as the JSON text of the part (absent: `""`), so Python and C++ problems load
+    /// together (see `wire`).
+    #[serde(default, with = "wire::json_text_or_empty")]
     pub python: Option<PythonProblem>,
+    #[serde(default, with = "wire::json_text_or_empty")]
     pub cpp: Option<CppProblem>,
 }
 
@@ -309,14 +315,21 @@ pub struct CalibratedProblem {
     /// `None` when the problem is kept for the task builders (written with an empty reason).
     #[serde(default, with = "exclusion_wire")]
     pub exclusion: Option<Exclusion>,
-    /// Lines each source file had covered by the test.
+    /// Lines each source file had covered by the test. This list and the ones below are
+    /// written as their JSON text (see `wire`): a C++ problem, or an excluded one, has none.
+    #[serde(with = "wire::json_text")]
     pub base: Vec<FileCoverage>,
     /// Lines covered by an empty test deployed at the same place.
+    #[serde(with = "wire::json_text")]
     pub empty: Vec<FileCoverage>,
+    #[serde(with = "wire::json_text")]
     pub tiers: Vec<FileTier>,
+    #[serde(with = "wire::json_text")]
     pub unique_blocks: Vec<UniqueBlock>,
+    #[serde(with = "wire::json_text")]
     pub targets: Vec<Target>,
     /// Outcomes of each ground-truth run, in order.
+    #[serde(with = "wire::json_text")]
     pub runs: Vec<Outcome>,
 }
 
@@ -415,12 +428,16 @@ pub struct ProblemMutants {
     pub max_mutants: u32,
     /// The mutation sites of the focal code the sample was drawn from.
     pub candidates: u32,
-    /// The sampled mutants the ground truth kills, in source order.
+    /// The sampled mutants the ground truth kills, in source order. This list and the two
+    /// below are written as their JSON text (see `wire`).
+    #[serde(with = "wire::json_text")]
     pub kept: Vec<KeptMutant>,
     /// The ids of sampled mutants every ground-truth test passed on (likely equivalent).
+    #[serde(with = "wire::json_text")]
     pub survived: Vec<String>,
     /// The ids of sampled mutants that could not run at all (a C++ mutant that does not
     /// compile): neither killed nor survived.
+    #[serde(with = "wire::json_text")]
     pub invalid: Vec<String>,
 }
 
@@ -483,7 +500,9 @@ pub struct ExecSpec {
     pub prefix: String,
     /// Text placed after the answer's code.
     pub suffix: String,
-    /// pytest node ids or GoogleTest filters; empty runs the whole candidate file.
+    /// pytest node ids or GoogleTest filters; empty runs the whole candidate file. Written as
+    /// its JSON text (see `wire`): a C++ instance has none.
+    #[serde(default, with = "wire::json_text")]
     pub selectors: Vec<String>,
 }
 
@@ -502,6 +521,8 @@ pub struct Instance {
     pub prompt: String,
     pub messages: Vec<Message>,
     pub prompt_tokens: u32,
+    /// Written as its JSON text (see `wire`): a problem-only instance has none.
+    #[serde(with = "wire::json_text")]
     pub context_files: Vec<String>,
     /// The ground-truth answer.
     pub reference: String,
@@ -557,7 +578,7 @@ pub struct Response {
 
 /// What produced a [`Response`]: the settings a resumed run must share, and what the call
 /// reported. Fields that do not apply to the adapter are `None`, written as `wire` says
-/// (`""`, `-1`, `[]`; `-9` for a penalty).
+/// (`""`, `-1`; `-9` for a penalty).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Generation {
     /// `oracle`, `copy_operand`, `assert_true`, `openai` or `cmd`.
@@ -713,7 +734,11 @@ pub struct RunResult {
     pub setting: String,
     pub repo: String,
     pub outcome: Outcome,
+    /// Written as its JSON text, like `coverage` (see `wire`): a run that never started has
+    /// no tests, and Task I is run without coverage.
+    #[serde(with = "wire::json_text")]
     pub tests: Vec<TestCase>,
+    #[serde(with = "wire::json_text")]
     pub coverage: Vec<FileCoverage>,
     #[serde(default, with = "wire::empty")]
     pub limit_hit: Option<LimitHit>,
@@ -762,9 +787,12 @@ pub struct Mutation {
     pub run: u32,
     /// Mutants on which the candidate's run did not pass (a failed test, an error, a limit).
     pub killed: u32,
-    /// The same counts by operator family, in name order.
+    /// The same counts by operator family, in name order. Written as its JSON text, like
+    /// `survived` (see `wire`).
+    #[serde(default, with = "wire::json_text")]
     pub operators: Vec<OperatorKills>,
     /// The ids of the mutants run that the candidate let live, in the sidecar's order.
+    #[serde(default, with = "wire::json_text")]
     pub survived: Vec<String>,
     /// Mutant runs that fell back to a fresh interpreter because no warm worker could serve
     /// them (not those of `--cold`, where every run is).

@@ -1,12 +1,15 @@
-//! How a field that may be absent is written: never as JSON `null`.
+//! How a field that may be absent or empty is written: never as JSON `null`, never as a list
+//! that can be empty in a whole file.
 //!
 //! A reader that learns column types from the data — Hugging Face `datasets` and the Arrow JSON
 //! reader under it take them from the first 10 MiB of the first file — types a column that is
-//! `null` there as `null`, and then refuses the same column holding a string in the next file
-//! (`Couldn't cast array of type string to null`): an `error` that is never set in one model's
-//! responses and set in another's, a `signal` set only far into a joined results file. So each
-//! absent value is written as a value of its own type that the field never otherwise holds, and
-//! read back as absent:
+//! `null` there as `null`, and a list that is empty there as a list of `null`, and then refuses
+//! the same column holding a string, or a list of anything, in the next file (`Couldn't cast
+//! array of type string to null`): an `error` that is never set in one model's responses and
+//! set in another's, a `signal` set only far into a joined results file, the `stop` one model
+//! was run with and another was not, a C++ problem's absent Python part next to a Python
+//! problem's. So each absent value is written as a value of its own type that the field never
+//! otherwise holds, and read back as absent:
 //!
 //! - text and names (`error`, `message`, `limit_hit`, `language`, …): `""` ([`empty`]);
 //! - counts, codes and settings that are never negative (`exit_code`, `signal`,
@@ -14,14 +17,20 @@
 //!   `-1.0` ([`minus_one_f64`]), a float, as a column of integers refuses `0.2`;
 //! - the frequency and presence penalties, whose range (-2 to 2) holds -1: `-9`
 //!   ([`PENALTY_UNSET`]);
-//! - a list (`stop`): `[]` ([`empty_list`]);
-//! - a record part (an exclusion, token usage): the part with its fields so written.
+//! - a record part with fixed fields (an exclusion, token usage): the part with its fields so
+//!   written.
 //!
-//! `scoring`, whose keys and value types differ by task, is written as one JSON text
-//! ([`scoring`]): as an object, `datasets` can only give it its opaque `Json` extension type,
-//! and two tasks' keys make two struct types that do not cast into each other.
+//! And a value whose type JSON cannot always say is written as its JSON text, a string
+//! whatever it holds ([`json_text`], [`json_text_or_empty`], [`empty_list`]): every list that
+//! can be empty in every record of a file (a result's `tests` and `coverage`, an instance's
+//! `context_files` and `selectors`, `stop`, a calibrated problem's coverage lists, a mutation's
+//! `survived`…), a problem's language part (`python`, `cpp`: absent is `""`), and `scoring`,
+//! whose keys and value types differ by task (as an object, `datasets` can only give it its
+//! opaque `Json` extension type, and two tasks' keys make two struct types that do not cast
+//! into each other). `jq` reads such a field with `fromjson`. Lists that are never empty
+//! (`messages`) stay lists.
 //!
-//! Readers also take `null` and a `scoring` object, as schema version 1 wrote them.
+//! Readers also take `null`, lists and objects, as schema versions 1 and 2 wrote them.
 
 use std::collections::BTreeMap;
 
@@ -106,7 +115,8 @@ pub mod penalty {
     }
 }
 
-/// `Option<Vec<T>>`: absent is `[]`, and an empty list reads as absent.
+/// `Option<Vec<T>>` as the JSON text of the list: absent is `""`, and an empty list reads as
+/// absent (so does `[]` and `null`, as versions 1 and 2 wrote them).
 pub mod empty_list {
     use super::*;
 
@@ -114,13 +124,72 @@ pub mod empty_list {
         v: &Option<Vec<T>>,
         s: S,
     ) -> Result<S::Ok, S::Error> {
-        v.as_deref().unwrap_or(&[]).serialize(s)
+        json_text_or_empty::serialize(&v.as_ref().filter(|v| !v.is_empty()), s)
     }
 
     pub fn deserialize<'de, T: DeserializeOwned, D: Deserializer<'de>>(
         d: D,
     ) -> Result<Option<Vec<T>>, D::Error> {
-        Ok(Option::<Vec<T>>::deserialize(d)?.filter(|v| !v.is_empty()))
+        Ok(json_text_or_empty::deserialize::<Vec<T>, D>(d)?.filter(|v| !v.is_empty()))
+    }
+}
+
+/// Reads a value written as its JSON text, or, as versions 1 and 2 wrote it, the value itself.
+/// `what` begins the message of a text that does not parse.
+fn from_text_or_value<T: DeserializeOwned, E: serde::de::Error>(
+    v: serde_json::Value,
+    what: &str,
+) -> Result<T, E> {
+    match v {
+        serde_json::Value::String(text) => {
+            serde_json::from_str(&text).map_err(|e| E::custom(format!("{what}: {e}")))
+        }
+        other => serde_json::from_value(other).map_err(E::custom),
+    }
+}
+
+/// A value written as its JSON text (a list as `"[...]"`): one string column whatever the
+/// value holds.
+pub mod json_text {
+    use super::*;
+
+    pub fn serialize<T: Serialize, S: Serializer>(v: &T, s: S) -> Result<S::Ok, S::Error> {
+        let text = serde_json::to_string(v).map_err(serde::ser::Error::custom)?;
+        s.serialize_str(&text)
+    }
+
+    pub fn deserialize<'de, T: DeserializeOwned, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<T, D::Error> {
+        // Buffered as a value: the reader never sees `untagged` on a wire type, and the forms
+        // are told apart by their JSON type alone.
+        from_text_or_value(
+            serde_json::Value::deserialize(d)?,
+            "not the JSON text of a value",
+        )
+    }
+}
+
+/// `Option<T>` as the JSON text of the value: absent is `""` (or, as versions 1 and 2 wrote
+/// it, `null`).
+pub mod json_text_or_empty {
+    use super::*;
+
+    pub fn serialize<T: Serialize, S: Serializer>(v: &Option<T>, s: S) -> Result<S::Ok, S::Error> {
+        match v {
+            Some(v) => json_text::serialize(v, s),
+            None => s.serialize_str(""),
+        }
+    }
+
+    pub fn deserialize<'de, T: DeserializeOwned, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<T>, D::Error> {
+        match serde_json::Value::deserialize(d)? {
+            serde_json::Value::Null => Ok(None),
+            serde_json::Value::String(s) if s.is_empty() => Ok(None),
+            v => from_text_or_value(v, "not the JSON text of a value").map(Some),
+        }
     }
 }
 
@@ -132,18 +201,14 @@ pub mod scoring {
     type Scoring = BTreeMap<String, serde_json::Value>;
 
     pub fn serialize<S: Serializer>(v: &Scoring, s: S) -> Result<S::Ok, S::Error> {
-        let text = serde_json::to_string(v).map_err(serde::ser::Error::custom)?;
-        s.serialize_str(&text)
+        json_text::serialize(v, s)
     }
 
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Scoring, D::Error> {
-        // Buffered as a value: the reader never sees `untagged` on a wire type, and the two
-        // forms are told apart by their JSON type alone.
         match serde_json::Value::deserialize(d)? {
-            serde_json::Value::String(text) => serde_json::from_str(&text).map_err(|e| {
-                serde::de::Error::custom(format!("`scoring` is not the text of an object: {e}"))
-            }),
-            serde_json::Value::Object(map) => Ok(map.into_iter().collect()),
+            v @ (serde_json::Value::String(_) | serde_json::Value::Object(_)) => {
+                from_text_or_value(v, "`scoring` is not the text of an object")
+            }
             other => Err(serde::de::Error::custom(format!(
                 "`scoring` must be the text of an object, found {other}"
             ))),
@@ -240,10 +305,13 @@ mod tests {
         assert_eq!(v["exit_code"], -1);
         assert_eq!(v["signal"], -1);
         assert_eq!(v["message"], "");
-        assert_eq!(v["tests"][0]["message"], "");
+        let tests: Value = serde_json::from_str(v["tests"].as_str().unwrap()).unwrap();
+        assert_eq!(tests[0]["message"], "");
+        assert_eq!(v["coverage"], "[]");
         assert_eq!(v["scoring"], r#"{"mask":"<MASK>"}"#);
         assert_eq!(v["mutation"]["kept"], -1);
-        assert_eq!(v["mutation"]["operators"], json!([]));
+        assert_eq!(v["mutation"]["operators"], "[]");
+        assert_eq!(v["mutation"]["survived"], "[]");
         assert_eq!(serde_json::from_value::<RunResult>(v).unwrap(), r);
 
         let g = response();
@@ -253,7 +321,7 @@ mod tests {
         assert!(gen["temperature"].is_f64(), "{gen}");
         assert_eq!(gen["frequency_penalty"], PENALTY_UNSET_JSON);
         assert_eq!(gen["seed"], -1);
-        assert_eq!(gen["stop"], json!([]));
+        assert_eq!(gen["stop"], "");
         assert_eq!(
             gen["usage"],
             json!({"prompt_tokens": -1, "completion_tokens": -1})
@@ -328,7 +396,9 @@ mod tests {
         ] {
             v[k] = Value::Null;
         }
-        v["tests"][0]["message"] = Value::Null;
+        v["tests"] = json!([{"name": "t", "classname": "c", "outcome": "passed",
+                             "message": null, "duration_secs": 0.0}]);
+        v["coverage"] = json!([]);
         v["scoring"] = json!({"mask": "<MASK>"});
         v["schema_version"] = json!(1);
         v.as_object_mut().unwrap().remove("answer");
@@ -337,6 +407,7 @@ mod tests {
         assert_eq!(read.scoring, run_result().scoring);
         assert_eq!(read.exit_code, None);
         assert_eq!(read.mutation, Mutation::default());
+        assert_eq!(read.tests, run_result().tests);
 
         let calibrated = json!({
             "kind": "calibrated_problem", "schema_version": 1, "id": "p", "repo": "r",
@@ -353,6 +424,120 @@ mod tests {
             serde_json::from_value::<CalibratedProblem>(written).unwrap(),
             read
         );
+    }
+
+    fn problem(language: Language) -> Problem {
+        Problem {
+            kind: RecordKind::Problem,
+            schema_version: SCHEMA_VERSION,
+            id: "p".into(),
+            repo: "r".into(),
+            language,
+            python: None,
+            cpp: Some(CppProblem {
+                file_name: "a.cc".into(),
+                file_path: "src/a.cc".into(),
+                test_path: "tests/a_test.cc".into(),
+                header_path: None,
+                code: "int f();\n".into(),
+                unit_test: "TEST(A, F) {}\n".into(),
+                tests: vec![],
+                chunks: vec![],
+                pairing: Default::default(),
+            }),
+        }
+    }
+
+    /// Every column a file's records could leave empty throughout is one string column, so
+    /// files whose records leave it empty load together with files that fill it: a Python
+    /// problem's C++ part, a C++ instance's selectors, a Task I result's coverage.
+    #[test]
+    fn parts_and_lists_that_can_be_empty_in_a_whole_file_are_written_as_text() {
+        let p = problem(Language::Cpp);
+        let v = no_nulls(&p);
+        assert_eq!(v["python"], "");
+        let cpp: Value = serde_json::from_str(v["cpp"].as_str().unwrap()).unwrap();
+        assert_eq!(cpp["file_path"], "src/a.cc");
+        assert_eq!(serde_json::from_value::<Problem>(v).unwrap(), p);
+
+        let c = CalibratedProblem {
+            kind: RecordKind::CalibratedProblem,
+            schema_version: SCHEMA_VERSION,
+            id: "p".into(),
+            repo: "r".into(),
+            problem: p,
+            exclusion: None,
+            base: vec![],
+            empty: vec![],
+            tiers: vec![],
+            unique_blocks: vec![],
+            targets: vec![],
+            runs: vec![Outcome::Passed],
+        };
+        let v = no_nulls(&c);
+        for k in ["base", "empty", "tiers", "unique_blocks", "targets"] {
+            assert_eq!(v[k], "[]", "{k}");
+        }
+        assert_eq!(v["runs"], r#"["passed"]"#);
+        assert_eq!(v["problem"]["python"], "");
+        assert_eq!(serde_json::from_value::<CalibratedProblem>(v).unwrap(), c);
+
+        let g = response();
+        let v = no_nulls(&g);
+        assert_eq!(v["exec"]["selectors"], "[]");
+        let m = ProblemMutants {
+            kind: RecordKind::ProblemMutants,
+            schema_version: SCHEMA_VERSION,
+            id: "p".into(),
+            seed: 1,
+            max_mutants: 20,
+            candidates: 0,
+            kept: vec![],
+            survived: vec![],
+            invalid: vec!["a".into()],
+        };
+        let v = no_nulls(&m);
+        assert_eq!(
+            (&v["kept"], &v["invalid"]),
+            (&json!("[]"), &json!(r#"["a"]"#))
+        );
+        assert_eq!(serde_json::from_value::<ProblemMutants>(v).unwrap(), m);
+    }
+
+    #[test]
+    fn version_2_records_with_lists_and_parts_as_json_values_still_read() {
+        let p = problem(Language::Cpp);
+        let mut v = serde_json::to_value(&p).unwrap();
+        v["cpp"] = serde_json::from_str(v["cpp"].as_str().unwrap()).unwrap();
+        v["python"] = Value::Null;
+        v["schema_version"] = json!(2);
+        assert_eq!(serde_json::from_value::<Problem>(v).unwrap().cpp, p.cpp);
+
+        let mut g = response();
+        g.generation.stop = Some(vec!["\n".into()]);
+        g.exec.selectors = vec!["t.py::a".into()];
+        let mut v = serde_json::to_value(&g).unwrap();
+        v["generation"]["stop"] = json!(["\n"]);
+        v["exec"]["selectors"] = json!(["t.py::a"]);
+        assert_eq!(serde_json::from_value::<Response>(v.clone()).unwrap(), g);
+        v["generation"]["stop"] = json!([]);
+        assert_eq!(
+            serde_json::from_value::<Response>(v)
+                .unwrap()
+                .generation
+                .stop,
+            None
+        );
+    }
+
+    #[test]
+    fn a_list_whose_text_does_not_parse_is_an_error_saying_so() {
+        let mut v = serde_json::to_value(run_result()).unwrap();
+        v["coverage"] = json!("[{");
+        let e = serde_json::from_value::<RunResult>(v)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("not the JSON text of a value"), "{e}");
     }
 
     #[test]
