@@ -3,12 +3,13 @@
 Loaded with `-p _clover_calibrate` (its folder on PYTHONPATH) into the pytest process that
 pytest-cov measures, so the report needs no second interpreter. It does four things:
 
-* It stops coverage.py while pytest collects and starts it again at the first test's setup.
-  calibrate attributes lines run at import and collection time to no test, so measuring them
-  is wasted work, and collecting a group's problem files under the tracer (importing them,
-  rewriting their asserts) costs about as much again as collecting them at all. Code that
-  runs later is measured as before: the tracer sees every function called after the restart.
-  (A thread started while collecting is not measured; no test attributes its lines anyway.)
+* It keeps coverage.py measuring while pytest loads conftests and collects, in the empty
+  context. Whatever runs then (module level, class bodies, decorators, and the bodies of
+  functions they call: a table built at import, a registration helper) runs in any process
+  that imports the same modules, as sandbox-run's run of a candidate does, `assert True`
+  included: calibrate keeps those lines out of unique blocks and target bodies, and needs
+  them measured as sandbox-run measures them (which costs collecting under the tracer:
+  toolz's itertoolz group, 0.97 s of CPU cold before, 1.25 s now).
 * At the start of each test's setup it switches coverage.py's dynamic context to
   `<node id>|test`, so that the test's setup, call and teardown are one context. pytest-cov's
   `--cov-context=test` switches three times per test (`|setup`, `|run`, `|teardown`), and
@@ -18,7 +19,8 @@ pytest-cov measures, so the report needs no second interpreter. It does four thi
   back through coverage.py's public API and writes `CLOVER_CONTEXTS_OUT`:
   `{"files": {FILE: {"executable": [LINE...], "contexts": {CONTEXT: [LINE...]}}}}`, for the
   measured files that are not test files and that some test context touched (calibrate keeps
-  nothing else), each context named once per file.
+  nothing else), each context named once per file; the empty context `""` holds what ran
+  before the first test.
 * It lets the empty test (`def test_clover_empty(self, **parameters)`) collect under a
   class-level or module-level `parametrize`, by showing pytest the parameters' names as its
   signature; pytest refuses a test that takes none of an enclosing mark's arguments.
@@ -34,7 +36,6 @@ import inspect
 import json
 import os
 import sys
-import warnings
 
 import coverage
 import pytest
@@ -95,32 +96,8 @@ def pytest_pycollect_makeitem(collector, name, obj):
     return None
 
 
-# The Coverage object stopped for collection, until the first test starts it again.
-_stopped = None
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection(session):
-    global _stopped
-    cov = coverage.Coverage.current()
-    if cov is not None:
-        # Lines collected so far go to the empty context now: a flush after the restart
-        # would put them in the first test's.
-        cov.switch_context("")
-        cov.stop()
-        _stopped = cov
-
-
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item):
-    global _stopped
-    if _stopped is not None:
-        cov, _stopped = _stopped, None
-        # The restart warns that the sources were imported unmeasured, which is the intent;
-        # a repository that turns warnings into errors must not see it.
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            cov.start()
     cov = coverage.Coverage.current()
     if cov is not None:
         cov.switch_context(item.nodeid + "|test")
@@ -144,9 +121,8 @@ def pytest_sessionfinish(session):
             by_context = {}
             for line, contexts in data.contexts_by_lineno(name).items():
                 for context in contexts:
-                    if context:
-                        by_context.setdefault(context, []).append(line)
-            if not by_context:
+                    by_context.setdefault(context, []).append(line)
+            if not any(by_context):
                 continue
             try:
                 statements = cov.analysis2(name)[1]

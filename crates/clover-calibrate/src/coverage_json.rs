@@ -13,9 +13,11 @@
 //! pytest-cov's `--cov-context=test` phases (`|setup`, `|run`, `|teardown`), which this reader
 //! also folds; and, for a parametrized test, over all its parameter sets (`name[a]`,
 //! `name[b]`): a problem is the whole parametrized function. Lines run outside any test
-//! (imports and module level, during collection) belong to the empty context and are
-//! attributed to no test, in every run alike, so one run of many tests and one run per test
-//! give the same lines.
+//! (loading conftests, importing and collecting the test files: module level, and whatever
+//! function bodies that calls) belong to the empty context and are attributed to no test, in
+//! every run alike, so one run of many tests and one run per test give the same lines; they
+//! are read apart ([`ContextCoverage::imported`]), since any process that imports the same
+//! modules runs them.
 
 use std::collections::BTreeMap;
 
@@ -31,6 +33,9 @@ pub struct ContextCoverage {
     pub executable: CoverageMap,
     /// Lines per test node id (phases and parameters folded in).
     pub by_test: BTreeMap<String, CoverageMap>,
+    /// Lines run before the first test (the empty context): loading conftests, importing
+    /// and collecting the test files.
+    pub imported: CoverageMap,
 }
 
 /// The report is not what [`PLUGIN`] writes.
@@ -85,22 +90,29 @@ pub fn parse(
             .and_then(Value::as_object)
             .ok_or_else(|| ReportError(format!("file {name} has no `contexts`")))?;
         let mut per_test: BTreeMap<&str, Vec<u32>> = BTreeMap::new();
+        let mut imported: Vec<u32> = Vec::new();
         for (context, lines) in contexts {
-            let Some(test) = test_of_context(context) else {
-                continue;
+            let into = match test_of_context(context) {
+                Some(test) => per_test.entry(test).or_default(),
+                None if context.is_empty() => &mut imported,
+                None => continue,
             };
             let lines = lines.as_array().ok_or_else(|| {
                 ReportError(format!("file {name}: context {context} holds no lines"))
             })?;
             // coverage.py records line 0 for a module whose code starts running in a test (the
             // module is first imported there): no line of the file, and not a valid range.
-            per_test.entry(test).or_default().extend(
+            into.extend(
                 lines
                     .iter()
                     .filter_map(Value::as_u64)
                     .filter(|&l| l > 0)
                     .map(|l| l as u32),
             );
+        }
+        if !imported.is_empty() {
+            out.imported
+                .insert(path.clone(), LineRanges::from_lines(imported));
         }
         for (test, lines) in per_test {
             out.by_test
@@ -151,6 +163,9 @@ mod tests {
             &[[1, 2], [5, 6], [8, 8]]
         );
         assert!(!cov.executable.contains_key("tests/t.py"));
+        // The empty context is what ran before the first test, apart from every test's.
+        assert_eq!(cov.imported["src/pkg/m.py"].ranges(), &[[1, 2]]);
+        assert_eq!(cov.imported.len(), 1);
         assert_eq!(cov.by_test.len(), 2);
         assert_eq!(
             cov.by_test["tests/t.py::test_a"]["src/pkg/m.py"].ranges(),

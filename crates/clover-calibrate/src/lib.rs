@@ -10,8 +10,8 @@
 //! *empty variants* (the same setup, with `def test_clover_empty(): assert True` in place of
 //! the test; problems with the same setup share one), then runs them all in **one** pytest
 //! process. A small plugin of ours, loaded into that process ([`coverage_json::PLUGIN`]),
-//! switches coverage.py's dynamic context once per test, keeps coverage stopped while pytest
-//! collects, and writes every test's lines at session end ([`coverage_json`]). The group
+//! switches coverage.py's dynamic context once per test and writes every test's lines, and
+//! those run before the first test, at session end ([`coverage_json`]). The group
 //! runs `runs` times (default 3); a problem is flaky when its outcome, or what the benchmark
 //! takes from it (its tiers, unique blocks and targets), changes between runs; lines that vary
 //! elsewhere (a background thread reaching an unrelated file) are noted, not fatal. The
@@ -27,8 +27,11 @@
 //! durations), so that two calibrations write the same bytes.
 //!
 //! Lines run at import or collection time are attributed to no test (they belong to
-//! coverage.py's empty context, or are not measured at all) in both paths alike; `base` and
-//! `empty` are the lines run while the test's setup, call and teardown ran.
+//! coverage.py's empty context) in both paths alike; `base` and `empty` are the lines run
+//! while the test's setup, call and teardown ran. Since any process that imports the same
+//! modules runs them (sandbox-run's run of an `assert True` candidate does), they are no
+//! unique block's and no target's body, whether the source text shows them (module level,
+//! class bodies, decorators) or only the run does (a function called while importing).
 //!
 //! Unique blocks count executable lines only: coverage.py's statements for Python, gcovr's
 //! instrumented lines for C++. A C++ ground truth is compiled once and its binary run as a

@@ -190,6 +190,9 @@ fn run_pytest(
     }
     let mut report = run_pytest_once(sandbox, repo, opts, &files, &nodes)?;
     report.collection_errors.extend(first.collection_errors);
+    // What importing the file that did not collect ran (up to its error) runs in a run of
+    // its problems alone too.
+    analysis::merge_lines(&mut report.coverage.imported, &first.coverage.imported);
     Ok(report)
 }
 
@@ -565,6 +568,10 @@ pub fn calibrate_group_noted(
     // observations[i][r]: problem i in run r.
     let mut observations: Vec<Vec<Observation>> = vec![Vec::new(); prepared.len()];
     let mut executable = CoverageMap::new();
+    // Lines run before the first test of any run of the group (conftests, importing and
+    // collecting the problem files and empty variants): the same union whether the group ran
+    // at once or a problem at a time, since each problem file is collected either way.
+    let mut imported = CoverageMap::new();
     let mut per_test = opts.per_test;
     if !per_test {
         // Problems whose setup is the same have the same empty variant: it runs once, under
@@ -596,9 +603,11 @@ pub fn calibrate_group_noted(
             {
                 per_test = true;
                 observations.iter_mut().for_each(Vec::clear);
+                imported.clear();
                 break;
             }
             analysis::merge_lines(&mut executable, &report.coverage.executable);
+            analysis::merge_lines(&mut imported, &report.coverage.imported);
             for (i, p) in prepared.iter().enumerate() {
                 observations[i].push(observe(&report, p, &prepared[empty_of[i]].empty_node));
             }
@@ -614,6 +623,7 @@ pub fn calibrate_group_noted(
             for _ in 0..runs {
                 let report = run_pytest(sandbox, repo, opts, &files, &nodes)?;
                 analysis::merge_lines(&mut executable, &report.coverage.executable);
+                analysis::merge_lines(&mut imported, &report.coverage.imported);
                 observations[i].push(observe(&report, p, &p.empty_node));
             }
         }
@@ -630,11 +640,14 @@ pub fn calibrate_group_noted(
         .collect();
     // Lines any import runs: a test that imports a module first (inside its body) has them in
     // its lines, but an empty test covers them as soon as it imports the module in a fresh
-    // process (as sandbox-run runs a candidate), so they are no block's.
-    let import_time: CoverageMap = texts
+    // process (as sandbox-run runs a candidate), so they are no block's. Those of the source
+    // text, and those the runs measured before their first test: the bodies of functions
+    // called while importing (`TABLE = build_table()`), which no reading of the text finds.
+    let mut import_time: CoverageMap = texts
         .iter()
         .map(|(p, text)| (p.clone(), analysis::import_time_lines(text)))
         .collect();
+    analysis::merge_lines(&mut import_time, &imported);
     // What the benchmark takes from problem `i` as run `r` saw it (with its peers of the same
     // run): its tiers, unique blocks and targets.
     let used = |i: usize, r: usize| -> Used {

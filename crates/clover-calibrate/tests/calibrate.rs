@@ -7,8 +7,8 @@ use std::process::Command;
 
 use clover_manifest::RepoConfig;
 use clover_protocol::{
-    CalibratedProblem, ContextTier, ExclusionReason, Outcome, Problem, ProblemMutants,
-    RecordReader, RecordWriter,
+    CalibratedProblem, ContextTier, ExclusionReason, FileCoverage, Outcome, Problem,
+    ProblemMutants, RecordReader, RecordWriter,
 };
 
 /// Problems of a repository, extracted with the extract library.
@@ -569,6 +569,15 @@ fn base_lines(r: &CalibratedProblem) -> Vec<(String, Vec<u32>)> {
         .collect()
 }
 
+/// The covered lines of `path` among `files`.
+fn lines_in(files: &[FileCoverage], path: &str) -> Vec<u32> {
+    files
+        .iter()
+        .find(|f| f.path == path)
+        .map(|f| f.lines.iter().collect())
+        .unwrap_or_default()
+}
+
 #[test]
 fn same_named_modules_of_two_sources_keep_their_lines() {
     let problems = pyedge("test_util.py");
@@ -749,9 +758,9 @@ fn a_cpp_test_whose_thread_varies_outside_the_focal_file_is_kept() {
 
 /// A module imported first inside a test puts its import-time lines (module level, decorators,
 /// `def` lines) in that test's lines alone; an empty test that imports it covers them too, so
-/// they are offered as no unique block. (The body of a function called at import, here
-/// `register`'s one line, is not known to run at import: it is kept short so as not to make a
-/// block of its own.)
+/// they are offered as no unique block. (The body of a function called while such a module
+/// is imported, here `register`'s one line, runs in the test, not before the first test as
+/// `tests/test_table.py`'s does: it is kept short so as not to make a block of its own.)
 #[test]
 fn lines_any_import_runs_make_no_unique_block() {
     let problems = pyedge("test_registry.py");
@@ -762,12 +771,7 @@ fn lines_any_import_runs_make_no_unique_block() {
     let r = &records["pyedge/tests/test_registry.py::test_registry_imported_in_the_test"];
     assert!(r.exclusion.is_none(), "{:?} {stderr}", r.exclusion);
     // The test did run the module's import-time lines...
-    let registry: Vec<u32> = r
-        .base
-        .iter()
-        .find(|f| f.path == "src/b/registry.py")
-        .map(|f| f.lines.iter().collect())
-        .unwrap_or_default();
+    let registry = lines_in(&r.base, "src/b/registry.py");
     assert!(
         registry.contains(&1) && registry.contains(&21),
         "{registry:?}"
@@ -1084,6 +1088,98 @@ fn assert_same_records(
                 .map(|(k, v)| format!("{k}: {v} / {}", y[k.as_str()]))
                 .collect();
             panic!("{id} differs: {}", fields.join("; "));
+        }
+    }
+}
+
+/// A function body that runs while the module is imported (`SQUARES = build_table(3)` in
+/// `src/a/table.py`) is covered by any candidate, `assert True` included, in sandbox-run's
+/// fresh process: calibrate measures the import and collection phase the same way, so the
+/// body makes no unique block and counts among the target's `import_lines`, on every path
+/// (warm, cold, per test).
+#[test]
+fn a_function_body_run_at_import_is_no_block_and_no_call() {
+    let problems = pyedge("test_table.py");
+    assert_eq!(problems.len(), 2);
+    let Some((records, stderr, _)) = calibrate_pyedge(&problems, 1) else {
+        return;
+    };
+    let id = "pyedge/tests/test_table.py::test_build_table_with_extra";
+    let r = &records[id];
+    assert!(r.exclusion.is_none(), "{:?} {stderr}", r.exclusion);
+    let table = |files: &[FileCoverage]| lines_in(files, "src/a/table.py");
+    // The test ran the whole body (the `extra` branch, line 9, only it)...
+    assert_eq!(table(&r.base), (2..=10).collect::<Vec<_>>(), "{:?}", r.base);
+    // ...but importing the module runs all of it but line 9: no block of five lines is left.
+    assert_eq!(r.unique_blocks, vec![], "{:?}", r.unique_blocks);
+    let target = r
+        .targets
+        .iter()
+        .find(|t| t.name == "build_table")
+        .unwrap_or_else(|| panic!("{:?}", r.targets));
+    let body_at_import: Vec<u32> = target.import_lines.iter().collect();
+    assert_eq!(body_at_import, [1, 2, 3, 4, 5, 6, 7, 8, 10]);
+
+    // The same records when groups run cold and when each problem runs alone.
+    let dir = tempfile::tempdir().unwrap();
+    let input = write_problems(dir.path(), &problems);
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/pyedge");
+    let python = clover_testkit::python().unwrap();
+    let args = python_args(&python, &fixture);
+    for path in [&["--cold"][..], &["--per-test"], &["--per-test", "--cold"]] {
+        let mut a = args_ref(&args);
+        a.extend(["--runs", "1"]);
+        a.extend(path);
+        let (other, _) = calibrate(&input, &a);
+        assert_same_records(&records, &other);
+    }
+
+    // A copied-operand candidate, `assert True` in the test's place, run as sandbox-run runs
+    // a candidate: it covers the body's import-time lines and nothing else of the target, and
+    // no line of any block calibrate offers.
+    let p = r.problem.python.as_ref().unwrap();
+    let candidate = p.problem_text.replace(
+        &format!("{}{}", p.declaration, p.body),
+        "def test_copied():\n    assert True\n",
+    );
+    assert_ne!(candidate, p.problem_text);
+    let repo = &RepoConfig::resolve(None, None, Some(&fixture)).unwrap()[0];
+    let run = clover_sandbox::pytest::PytestRun {
+        repo: repo.root.clone(),
+        python,
+        targets: vec![p.problem_file.clone()],
+        files: vec![clover_sandbox::WriteFile {
+            path: PathBuf::from(&p.problem_file),
+            contents: candidate.into_bytes(),
+        }],
+        cov_sources: repo
+            .source_dirs
+            .iter()
+            .map(|d| d.display().to_string())
+            .collect(),
+        cov_contexts: false,
+        env: Vec::new(),
+        limits: clover_sandbox::Limits::default(),
+    };
+    let ran = run.run(&clover_sandbox::Sandbox::new().unwrap()).unwrap();
+    assert_eq!(ran.outcome, Outcome::Passed, "{:?}", ran.message);
+    let copied = table(&ran.coverage);
+    assert!(copied.contains(&2) && copied.contains(&7), "{copied:?}");
+    let span = clover_protocol::LineRanges::from_lines(target.start_line..=target.end_line);
+    let called: Vec<u32> = span
+        .difference(&target.import_lines)
+        .iter()
+        .filter(|l| copied.contains(l))
+        .collect();
+    assert_eq!(called, [] as [u32; 0], "assert True calls the target");
+    for record in records.values() {
+        for block in &record.unique_blocks {
+            let free: Vec<u32> = block
+                .lines
+                .iter()
+                .filter(|l| block.path == "src/a/table.py" && copied.contains(l))
+                .collect();
+            assert_eq!(free, [] as [u32; 0], "{}: {block:?}", record.id);
         }
     }
 }
