@@ -16,6 +16,8 @@
 //!   [`Record::shard_key`];
 //! - [`ChunkOf`]: where a C++ chunk instance stands among its source's chunks, and the id of
 //!   the whole file its answer joins into;
+//! - [`judge_only`]: the mark (`scoring.judge_only`) of an instance whose ground truth
+//!   calibrate could not run, which is judged but never executed;
 //! - [`StageArgs`], [`StageIo`], [`exit`] and [`finish_main`]: the flags, error policy, exit
 //!   codes and broken-pipe handling every stage binary shares;
 //! - [`diag!`]: a line to stderr that, unlike `eprintln!`, does not panic when stderr is
@@ -27,6 +29,7 @@
 mod chunks;
 mod diag;
 mod jsonl;
+mod judge_only;
 mod lines;
 mod progress;
 mod records;
@@ -40,6 +43,7 @@ pub use jsonl::{
     is_special_file, partial_path, write_whole, Location, RecordError, RecordReader, RecordWriter,
     DEFAULT_MAX_LINE_BYTES,
 };
+pub use judge_only::{judge_only, judge_only_mark, JUDGE_ONLY};
 pub use lines::LineRanges;
 pub use progress::{count_records, Progress};
 pub use records::exclusion_wire;

@@ -670,6 +670,11 @@ pub enum Outcome {
     /// context ([`SKIPPED_OVER_MAX_CONTEXT`]). Score leaves it out of every table and of
     /// context utilization, as CLOVER evaluates each model up to its own maximum length.
     OverMaxContext,
+    /// Nothing ran: the instance is judge-only (`scoring.judge_only`, [`crate::judge_only`]):
+    /// calibrate could not run its ground truth, so there is no execution to measure the
+    /// answer against. Not a failure and not `no_code`: score leaves it out of every
+    /// execution metric and puts the answer (taken out as for a run) to the LLM judge.
+    JudgeOnly,
 }
 
 /// The limit that ended a run.
