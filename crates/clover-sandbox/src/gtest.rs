@@ -26,6 +26,12 @@
 //! view and reads the binary back, and every [`TestBinary::run`] writes it into a fresh view
 //! and `exec`s it there.
 //!
+//! For the mutation score, [`GtestRun::mutant_harness`] compiles a test file once into an
+//! object, and every [`MutantHarness::run`] compiles only the mutated translation unit of the
+//! library (with the library's own command line), links it in place of its cached object, and
+//! runs the binary with `--gtest_fail_fast`, in a fresh view, without coverage; a mutant that
+//! does not compile is `compile_error`.
+//!
 //! `.gcda` counters exist only in the view of the run that wrote them and in the one that
 //! reads them, so no run ever counts into another's coverage.
 //!
@@ -53,7 +59,10 @@ use crate::spec::{Collected, ExitStatus, Limits, RunOutput, RunSpec, WriteFile};
 use crate::{Sandbox, SandboxError};
 
 mod gcov;
+mod mutant;
 mod pch;
+
+pub use mutant::{MutantHarness, Replacement};
 
 const LIB_DIR: &str = ".clover-build/lib";
 const BUILD_DIR: &str = ".clover-build";
@@ -1016,62 +1025,18 @@ impl<'a> GtestRun<'a> {
     /// Shell lines that compile and link the candidate into [`TEST_BINARY`]; on failure they
     /// leave the diagnostics in [`COMPILE_LOG`], mark [`COMPILE_FAILED`] and exit 1.
     fn build_script(&self, lib: &LibraryBuild, plan: &BuildPlan) -> String {
-        let p = self.project;
-        let cand = self.test_file.path.to_string_lossy().into_owned();
-        let flags = p.include_flags();
-        let base = || {
-            std::iter::once(p.cxx.as_str())
-                .chain(p.cxxflags.iter().map(String::as_str))
-                .chain(flags.iter().map(String::as_str))
-        };
-        // The test file is instrumented too: code that exists only in headers it
-        // instantiates (a header-only template) is compiled nowhere else.
-        let compile = sh_words(
-            base()
-                .chain(COVERAGE_FLAGS)
-                .chain(plan.compile_flags.iter().map(String::as_str))
-                .chain(["-c", &cand, "-o", CANDIDATE_OBJ]),
-        );
+        let compile = self.compile_line(plan);
         let objs: Vec<String> = lib
             .objects
             .iter()
             .map(|o| o.path("o").to_string_lossy().into_owned())
             .collect();
-        let link_with = |gtest_main: bool, fast: bool| {
-            let libs: Vec<String> = gtest_main
-                .then(|| format!("-l{GTEST_MAIN}"))
-                .into_iter()
-                .chain(
-                    p.link
-                        .iter()
-                        .filter(|l| *l != GTEST_MAIN)
-                        .map(|l| format!("-l{l}")),
-                )
-                .collect();
-            let fast = if fast { &plan.link_flags[..] } else { &[] };
-            sh_words(
-                base()
-                    .chain(fast.iter().map(String::as_str))
-                    .chain([CANDIDATE_OBJ])
-                    .chain(objs.iter().map(String::as_str))
-                    .chain(COVERAGE_FLAGS)
-                    .chain(["-o", TEST_BINARY])
-                    .chain(libs.iter().map(String::as_str)),
-            )
-        };
-        // A link the fast linker fails is done again by the default one, whose diagnostics
-        // are then the log's, as without the fast linker.
-        let link = |gtest_main: bool| match plan.link_flags.is_empty() {
-            true => link_with(gtest_main, false),
-            false => format!(
-                "{{ {} > {FAST_LINK_LOG} 2>&1 || {}; }}",
-                link_with(gtest_main, true),
-                link_with(gtest_main, false)
-            ),
-        };
         // `gtest_main` brings a `main`: a test file that defines its own is linked without
         // it, one that defines none always with it, whatever the manifest lists.
-        let (own, with_gtest_main) = (link(false), link(true));
+        let (own, with_gtest_main) = (
+            self.link_line(plan, &objs, false),
+            self.link_line(plan, &objs, true),
+        );
         // An object instrumented only where the repository's files are compiled into it may
         // have no counter at all; it then writes no `.gcda`, and its notes would read as lost
         // counters.
@@ -1085,6 +1050,64 @@ impl<'a> GtestRun<'a> {
             "if ! {{ {compile} && {no_counters}if {DEFINES_MAIN}; then {own}; else {with_gtest_main}; fi; }} \
              > {COMPILE_LOG} 2>&1; then : > {COMPILE_FAILED}; exit 1; fi"
         )
+    }
+
+    /// The shell line that compiles the test file into [`CANDIDATE_OBJ`].
+    fn compile_line(&self, plan: &BuildPlan) -> String {
+        let p = self.project;
+        let cand = self.test_file.path.to_string_lossy().into_owned();
+        let flags = p.include_flags();
+        // The test file is instrumented too: code that exists only in headers it
+        // instantiates (a header-only template) is compiled nowhere else.
+        sh_words(
+            std::iter::once(p.cxx.as_str())
+                .chain(p.cxxflags.iter().map(String::as_str))
+                .chain(flags.iter().map(String::as_str))
+                .chain(COVERAGE_FLAGS)
+                .chain(plan.compile_flags.iter().map(String::as_str))
+                .chain(["-c", &cand, "-o", CANDIDATE_OBJ]),
+        )
+    }
+
+    /// The shell line that links [`CANDIDATE_OBJ`] and the library's objects `objs` into
+    /// [`TEST_BINARY`], with `gtest_main` or without. A link the fast linker fails is done
+    /// again by the default one, whose diagnostics are then the log's, as without the fast
+    /// linker.
+    fn link_line(&self, plan: &BuildPlan, objs: &[String], gtest_main: bool) -> String {
+        let p = self.project;
+        let flags = p.include_flags();
+        let link_with = |fast: bool| {
+            let libs: Vec<String> = gtest_main
+                .then(|| format!("-l{GTEST_MAIN}"))
+                .into_iter()
+                .chain(
+                    p.link
+                        .iter()
+                        .filter(|l| *l != GTEST_MAIN)
+                        .map(|l| format!("-l{l}")),
+                )
+                .collect();
+            let fast = if fast { &plan.link_flags[..] } else { &[] };
+            sh_words(
+                std::iter::once(p.cxx.as_str())
+                    .chain(p.cxxflags.iter().map(String::as_str))
+                    .chain(flags.iter().map(String::as_str))
+                    .chain(fast.iter().map(String::as_str))
+                    .chain([CANDIDATE_OBJ])
+                    .chain(objs.iter().map(String::as_str))
+                    .chain(COVERAGE_FLAGS)
+                    .chain(["-o", TEST_BINARY])
+                    .chain(libs.iter().map(String::as_str)),
+            )
+        };
+        match plan.link_flags.is_empty() {
+            true => link_with(false),
+            false => format!(
+                "{{ {} > {FAST_LINK_LOG} 2>&1 || {}; }}",
+                link_with(true),
+                link_with(false)
+            ),
+        }
     }
 
     /// The view that builds the candidate: the library's objects and the test file written

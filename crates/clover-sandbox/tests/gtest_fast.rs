@@ -5,31 +5,14 @@
 //! per prefix and flags; a header the compiler rejects, or one that does not build, and the
 //! candidate compiled without it.
 
-use std::time::Duration;
-
 mod common;
+
+use common::{limits, ready};
 
 use clover_manifest::RepoConfig;
 use clover_protocol::Outcome;
 use clover_sandbox::gtest::{CppProject, FastBuild, GtestResult, GtestRun, LibraryCache};
-use clover_sandbox::{Limits, Sandbox, WriteFile};
-
-fn ready() -> Option<Sandbox> {
-    clover_testkit::root()?;
-    clover_testkit::cpp_toolchain()?;
-    match Sandbox::new() {
-        Ok(sb) => Some(sb),
-        Err(e) => clover_testkit::require(&format!("the sandbox ({e})"), None),
-    }
-}
-
-fn limits() -> Limits {
-    Limits {
-        wall: Duration::from_secs(300),
-        cpu_secs: 300,
-        ..Limits::default()
-    }
-}
+use clover_sandbox::{Sandbox, WriteFile};
 
 fn fixture() -> CppProject {
     let cfg = RepoConfig::resolve(None, None, Some(&clover_testkit::fixture("cpp")))

@@ -1,0 +1,241 @@
+//! Runs of one test file against mutants of the library under test, for the mutation score.
+//!
+//! A mutant changes one translation unit of the library, so only that one is compiled again:
+//! [`GtestRun::mutant_harness`] compiles the test file once into an object (as a candidate is
+//! compiled: precompiled header, narrow instrumentation) and fixes the link line; then each
+//! [`MutantHarness::run`] writes the cached library objects but the mutated source's, the
+//! test object and the mutated source into a fresh view, compiles that source with the
+//! library's own command line into the object's place, links, and `exec`s the binary with
+//! `--gtest_fail_fast`: the first failing test ends the run, as `-x` does for pytest. The
+//! cached objects on the host are only read.
+//!
+//! A mutant that does not compile or link is outcome `compile_error` (its diagnostics the
+//! message), never a test failure: the caller counts it neither killed nor survived. No
+//! coverage is read: a mutant run asks for a verdict only.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use clover_protocol::Outcome;
+
+use super::{
+    compile_error, first_errors, run_args, sh_quote, CppProject, GtestResult, GtestRun,
+    LibraryBuild, LibraryCache, LibraryError, BUILD_DIR, CANDIDATE_OBJ, COMPILE_FAILED,
+    COMPILE_LOG, DEFINES_MAIN, GTEST_XML, LIB_DIR, OUT_DIR, TEST_BINARY,
+};
+use crate::report::parse_junit;
+use crate::spec::{Collected, Limits, RunOutput, RunSpec, WriteFile};
+use crate::{Sandbox, SandboxError};
+
+/// Marks a test object that defines its own `main` (linked without `gtest_main`).
+const OWN_MAIN: &str = ".clover-out/own-main";
+/// The mutant's compile and link diagnostics, and the mark of their failure.
+const MUTANT_LOG: &str = ".clover-out/mutant-build.txt";
+const MUTANT_FAILED: &str = ".clover-out/mutant-build.failed";
+/// Stops the binary at its first failing test (GoogleTest 1.10 and later).
+const FAIL_FAST: &str = "--gtest_fail_fast";
+
+/// One library source replaced by other text for a run.
+#[derive(Debug, Clone, Copy)]
+pub struct Replacement<'a> {
+    /// Repository-relative, one of the library's translation units.
+    pub source: &'a Path,
+    pub text: &'a [u8],
+}
+
+/// A test file compiled once, to be linked against mutants of the library
+/// ([`GtestRun::mutant_harness`]).
+#[derive(Debug)]
+pub struct MutantHarness {
+    project: CppProject,
+    repo: PathBuf,
+    lib: Arc<LibraryBuild>,
+    test_object: Vec<u8>,
+    /// The line that links the test object and every library object into the binary.
+    link: String,
+    /// GoogleTest filters of every run; none runs every test.
+    filter: Vec<String>,
+}
+
+impl GtestRun<'_> {
+    /// Compiles the test file into an object for runs against mutants of the library
+    /// ([`MutantHarness::run`]). `Ok(Err(_))` is a test file that does not compile (outcome
+    /// `compile_error`) or a build that ended without an object. The runs take
+    /// `self.filter`.
+    pub fn mutant_harness(
+        &self,
+        sandbox: &Sandbox,
+        cache: &LibraryCache,
+    ) -> Result<Result<MutantHarness, GtestResult>, LibraryError> {
+        let (lib, repo) = self.library(sandbox, cache)?;
+        let plan = self.plan(sandbox, cache, &repo);
+        let script = format!(
+            "if ! {} > {COMPILE_LOG} 2>&1; then : > {COMPILE_FAILED}; exit 1; fi\n\
+             if {DEFINES_MAIN}; then : > {OWN_MAIN}; fi\n",
+            self.compile_line(&plan)
+        );
+        let mut spec = self.build_spec(&repo, &lib, &plan, script);
+        // Compiling the test file reads none of the library's objects.
+        spec.files = vec![plan.test_file.clone()];
+        spec.collect
+            .extend([CANDIDATE_OBJ, OWN_MAIN].map(PathBuf::from));
+        let run = sandbox.run(&spec)?;
+        if let Some(failed) = compile_error(&run) {
+            return Ok(Err(failed));
+        }
+        let test_object = match run.file(CANDIDATE_OBJ) {
+            Some(Collected::Read {
+                bytes,
+                truncated: false,
+            }) if run.exit.success() => bytes.clone(),
+            _ => {
+                let message = crate::spec::verdict_of_ending(
+                    "the test file's compile",
+                    run.exit,
+                    run.limit_hit,
+                    None,
+                )
+                .err()
+                .and_then(|(_, m)| m)
+                .unwrap_or_else(|| {
+                    format!(
+                        "the test file's compile ended ({:?}) without a whole object",
+                        run.exit
+                    )
+                });
+                return Ok(Err(unmeasured(Outcome::Error, Some(message), run)));
+            }
+        };
+        let own_main = matches!(run.file(OWN_MAIN), Some(Collected::Read { .. }));
+        let objs: Vec<String> = lib
+            .objects
+            .iter()
+            .map(|o| o.path("o").to_string_lossy().into_owned())
+            .collect();
+        Ok(Ok(MutantHarness {
+            link: self.link_line(&plan, &objs, !own_main),
+            project: self.project.clone(),
+            repo,
+            lib,
+            test_object,
+            filter: self.filter.clone(),
+        }))
+    }
+}
+
+impl MutantHarness {
+    /// Links the test object against the library with `replaced`'s source compiled from its
+    /// text instead of the cached object (against the library as built for `None`, a
+    /// control run), in a fresh view, and runs the binary until its first failing test.
+    /// A replacement that does not compile or link is outcome `compile_error`; `Err` is a
+    /// run that could not be carried out, or a source that is not the library's.
+    pub fn run(
+        &self,
+        sandbox: &Sandbox,
+        replaced: Option<Replacement<'_>>,
+        limits: &Limits,
+    ) -> Result<GtestResult, LibraryError> {
+        let mut files = vec![WriteFile {
+            path: CANDIDATE_OBJ.into(),
+            contents: self.test_object.clone(),
+        }];
+        let mut compile = String::new();
+        let mut swapped = None;
+        if let Some(r) = replaced {
+            let Some(object) = self.lib.objects.iter().find(|o| o.source == r.source) else {
+                return Err(SandboxError::InvalidSpec(format!(
+                    "{} is not a translation unit of the library under test; its sources are {}",
+                    r.source.display(),
+                    self.lib
+                        .sources()
+                        .map(|s| s.display().to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ))
+                .into());
+            };
+            swapped = Some(object.stem.as_str());
+            files.push(WriteFile {
+                path: r.source.into(),
+                contents: r.text.to_vec(),
+            });
+            let obj = object.path("o").to_string_lossy().into_owned();
+            compile = format!(
+                "{} && ",
+                self.project.compile_library_object(r.source, &obj)
+            );
+        }
+        files.extend(
+            self.lib
+                .objects
+                .iter()
+                .filter(|o| Some(o.stem.as_str()) != swapped)
+                .map(|o| WriteFile {
+                    path: o.path("o"),
+                    contents: o.object.clone(),
+                }),
+        );
+        // The binary replaces the shell, so the run's exit status is its own.
+        let script = format!(
+            "if ! {{ {compile}{}; }} > {log} 2>&1; then : > {failed}; exit 1; fi\n\
+             exec ./{TEST_BINARY} \"$@\"\n",
+            self.link,
+            log = sh_quote(MUTANT_LOG),
+            failed = sh_quote(MUTANT_FAILED),
+        );
+        let mut spec = RunSpec::new(&self.repo, ["/bin/sh", "-c", &script, "gtest"]);
+        spec.argv.extend(run_args(&self.filter));
+        spec.argv.push(FAIL_FAST.into());
+        spec.env = self.project.env.clone();
+        spec.files = files;
+        spec.writable_dirs = vec![BUILD_DIR.into(), LIB_DIR.into(), OUT_DIR.into()];
+        spec.collect = [GTEST_XML, MUTANT_LOG, MUTANT_FAILED]
+            .map(PathBuf::from)
+            .to_vec();
+        spec.limits = limits.clone();
+        let run = sandbox.run(&spec)?;
+        if matches!(run.file(MUTANT_FAILED), Some(Collected::Read { .. }))
+            && run.limit_hit.is_none()
+        {
+            let log = run
+                .file(MUTANT_LOG)
+                .and_then(Collected::bytes)
+                .map(|b| String::from_utf8_lossy(b).into_owned())
+                .unwrap_or_default();
+            return Ok(unmeasured(
+                Outcome::CompileError,
+                Some(first_errors(&log)),
+                run,
+            ));
+        }
+        let (tests, problem) = match run.file(GTEST_XML) {
+            Some(Collected::Read { bytes, .. }) => match parse_junit(bytes) {
+                Ok(t) => (Some(t), None),
+                Err(e) => (
+                    None,
+                    Some(format!("the GoogleTest report is unreadable: {e}")),
+                ),
+            },
+            _ => (None, None),
+        };
+        let (outcome, message) = super::judge(run.exit, run.limit_hit, tests.as_deref());
+        let mut result = unmeasured(outcome, problem.or(message), run);
+        result.tests = tests.unwrap_or_default();
+        Ok(result)
+    }
+}
+
+/// A result without tests or coverage.
+fn unmeasured(outcome: Outcome, message: Option<String>, run: RunOutput) -> GtestResult {
+    GtestResult {
+        outcome,
+        tests: Vec::new(),
+        coverage: Vec::new(),
+        executable: Vec::new(),
+        message,
+        coverage_problem: None,
+        run,
+        precompiled_header: false,
+        gcov_read: false,
+    }
+}

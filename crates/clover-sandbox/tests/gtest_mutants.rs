@@ -1,0 +1,242 @@
+//! Runs of a test file against mutants of one library source ([`MutantHarness`]): only the
+//! mutated translation unit is compiled again and linked in place of its cached object; the
+//! run stops at the first failing test; a mutant that does not compile is `compile_error`,
+//! not a failure; the cached objects are left as they were; a test without assertions kills
+//! nothing. Prints the seconds of a mutant run against a plain candidate run (never
+//! asserted).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+mod common;
+
+use common::{limits, ready};
+
+use clover_protocol::{Outcome, TestOutcome};
+use clover_sandbox::gtest::{CppProject, GtestRun, LibraryCache, MutantHarness, Replacement};
+use clover_sandbox::{Sandbox, WriteFile};
+
+const CALC: &str = "#include \"calc.h\"\n\n\
+int Clamp(int v, int lo, int hi) {\n  if (v < lo) return lo;\n  if (v > hi) return hi;\n  return v;\n}\n\n\
+int Twice(int v) { return v * 2; }\n";
+
+const TEST: &str = "#include \"calc.h\"\n#include <gtest/gtest.h>\n\n\
+TEST(Calc, Clamps) {\n  EXPECT_EQ(Clamp(5, 0, 3), 3);\n  EXPECT_EQ(Clamp(-1, 0, 3), 0);\n}\n\n\
+TEST(Calc, Twice) { EXPECT_EQ(Twice(2), 4); }\n";
+
+/// A library of two sources (the mutated one and another) and the test file.
+fn project(dir: &Path) -> CppProject {
+    for (path, text) in [
+        (
+            "src/calc.h",
+            "int Clamp(int v, int lo, int hi);\nint Twice(int v);\nint Other();\n",
+        ),
+        ("src/calc.cc", CALC),
+        (
+            "src/other.cc",
+            "#include \"calc.h\"\nint Other() { return 7; }\n",
+        ),
+        ("tests/calc_test.cc", TEST),
+    ] {
+        let p = dir.join(path);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+    CppProject {
+        repo: dir.into(),
+        cxx: "g++".into(),
+        cxxflags: vec!["-std=c++17".into(), "-O0".into()],
+        include_dirs: vec!["src".into()],
+        source_dirs: vec!["src".into()],
+        test_globs: vec!["*_test.cc".into()],
+        excludes: Vec::new(),
+        link: vec!["gtest_main".into(), "gtest".into(), "pthread".into()],
+        env: Vec::new(),
+    }
+}
+
+fn run_of<'a>(project: &'a CppProject, path: &str, text: &str) -> GtestRun<'a> {
+    GtestRun {
+        project,
+        test_file: WriteFile {
+            path: path.into(),
+            contents: text.as_bytes().to_vec(),
+        },
+        filter: Vec::new(),
+        limits: limits(),
+    }
+}
+
+fn harness(sb: &Sandbox, cache: &LibraryCache, run: &GtestRun) -> MutantHarness {
+    match run.mutant_harness(sb, cache).unwrap() {
+        Ok(h) => h,
+        Err(r) => panic!("the test file did not build: {:?}", r.message),
+    }
+}
+
+/// Every file below `dir`, by path, with its bytes.
+fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                out.insert(p.clone(), std::fs::read(&p).unwrap());
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn a_mutant_is_killed_survived_or_does_not_compile() {
+    let Some(sb) = ready() else { return };
+    let repo = tempfile::tempdir().unwrap();
+    let project = project(repo.path());
+    let cache_dir = tempfile::tempdir().unwrap();
+    let cache = LibraryCache::new(cache_dir.path()).unwrap();
+    let truth = run_of(&project, "tests/calc_test.cc", TEST);
+    let plain = truth.run(&sb, &cache).unwrap();
+    assert_eq!(plain.outcome, Outcome::Passed, "{:?}", plain.message);
+    let cached = snapshot(cache_dir.path());
+    let h = harness(&sb, &cache, &truth);
+    let source = Path::new("src/calc.cc");
+    let mutant = |text: &str| {
+        h.run(
+            &sb,
+            Some(Replacement {
+                source,
+                text: text.as_bytes(),
+            }),
+            &limits(),
+        )
+        .unwrap()
+    };
+
+    let control = h.run(&sb, None, &limits()).unwrap();
+    assert_eq!(control.outcome, Outcome::Passed, "{:?}", control.message);
+
+    // `>` to `<`: Clamp(5, 0, 3) is 5. The first test fails and the run stops there: the
+    // second is reported as not run.
+    let killed = mutant(&CALC.replace("v > hi", "v < hi"));
+    assert_eq!(killed.outcome, Outcome::Failed, "{:?}", killed.message);
+    let verdicts: Vec<(String, TestOutcome)> = killed
+        .tests
+        .iter()
+        .map(|t| (format!("{}.{}", t.classname, t.name), t.outcome))
+        .collect();
+    assert!(
+        verdicts.contains(&("Calc.Clamps".into(), TestOutcome::Failed)),
+        "{verdicts:?}"
+    );
+    assert!(
+        !verdicts.contains(&("Calc.Twice".into(), TestOutcome::Passed)),
+        "the run goes on after the first failure: {verdicts:?}"
+    );
+
+    // `v * 2` to `v + 2` is the same at 2: the ground truth cannot tell.
+    let survived = mutant(&CALC.replace("v * 2", "v + 2"));
+    assert_eq!(survived.outcome, Outcome::Passed, "{:?}", survived.message);
+
+    // A mutant that does not compile is said so, with the compiler's words.
+    let broken = mutant(&CALC.replace("return v;", "return v"));
+    assert_eq!(broken.outcome, Outcome::CompileError);
+    let why = broken.message.unwrap_or_default();
+    assert!(why.contains("error"), "{why}");
+    assert!(broken.tests.is_empty());
+
+    // Only a translation unit of the library can be replaced.
+    let header = h.run(
+        &sb,
+        Some(Replacement {
+            source: Path::new("src/calc.h"),
+            text: b"",
+        }),
+        &limits(),
+    );
+    let e = header.unwrap_err().to_string();
+    assert!(e.contains("src/calc.h is not a translation unit"), "{e}");
+
+    // The cached library is only read: the original code passes again, and the cache's files
+    // are byte for byte what they were (the precompiled header the harness added aside).
+    let after = snapshot(cache_dir.path());
+    let changed: Vec<&PathBuf> = cached
+        .iter()
+        .filter(|(p, bytes)| after.get(*p) != Some(*bytes))
+        .map(|(p, _)| p)
+        .collect();
+    assert!(!cached.is_empty() && changed.is_empty(), "{changed:?}");
+    assert_eq!(
+        h.run(&sb, None, &limits()).unwrap().outcome,
+        Outcome::Passed
+    );
+    assert_eq!(truth.run(&sb, &cache).unwrap().outcome, Outcome::Passed);
+    // The repository is never written.
+    assert_eq!(
+        std::fs::read_to_string(repo.path().join("src/calc.cc")).unwrap(),
+        CALC
+    );
+}
+
+#[test]
+fn a_test_without_assertions_kills_no_mutant() {
+    let Some(sb) = ready() else { return };
+    let repo = tempfile::tempdir().unwrap();
+    let project = project(repo.path());
+    let cache_dir = tempfile::tempdir().unwrap();
+    let cache = LibraryCache::new(cache_dir.path()).unwrap();
+    let hollow = "#include \"calc.h\"\n#include <gtest/gtest.h>\n\n\
+                  TEST(Calc, Runs) { Clamp(5, 0, 3); Twice(2); }\n";
+    let run = run_of(&project, "tests/hollow_test.cc", hollow);
+    // The first run builds the library (and the second the precompiled header): the third is
+    // what a candidate costs.
+    let mut plain_secs = 0.0;
+    for _ in 0..3 {
+        let started = Instant::now();
+        let plain = run.run(&sb, &cache).unwrap();
+        plain_secs = started.elapsed().as_secs_f64();
+        assert_eq!(plain.outcome, Outcome::Passed, "{:?}", plain.message);
+    }
+    let h = harness(&sb, &cache, &run);
+    let mut secs = Vec::new();
+    for (from, to) in [
+        ("v > hi", "v < hi"),
+        ("v < lo", "v <= lo"),
+        ("v * 2", "v - 2"),
+    ] {
+        let started = Instant::now();
+        let r = h
+            .run(
+                &sb,
+                Some(Replacement {
+                    source: Path::new("src/calc.cc"),
+                    text: CALC.replace(from, to).as_bytes(),
+                }),
+                &limits(),
+            )
+            .unwrap();
+        secs.push(started.elapsed().as_secs_f64());
+        assert_eq!(
+            r.outcome,
+            Outcome::Passed,
+            "{from} -> {to}: {:?}",
+            r.message
+        );
+    }
+    // The cost of a mutant run against a candidate's run (compile, link, run, coverage),
+    // for the report; timings are never asserted.
+    eprintln!(
+        "a C++ mutant run: {:.2} s (median of {}), a plain candidate run: {plain_secs:.2} s",
+        median(&mut secs),
+        secs.len()
+    );
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
