@@ -36,6 +36,8 @@ pub struct Summary {
     pub repos: u64,
     pub problems: u64,
     pub excluded: u64,
+    /// Excluded C++ pairs built as judge-only instances (`--judge-only-excluded`).
+    pub judge_only: u64,
     /// Kept problems left out by `--sample`.
     pub sampled_out: u64,
     pub instances: BTreeMap<String, u64>,
@@ -190,7 +192,8 @@ impl<'t> Packer<'t> {
                 if self.pool.len() >= DEMO_POOL {
                     break;
                 }
-                if let Some(c) = &rec.problem.cpp {
+                // A judge-only pair's test does not run: no demonstration of a good test.
+                if let (Some(c), None) = (&rec.problem.cpp, &rec.exclusion) {
                     self.pool.push(Demo::of(repo, &rec.id, c, self.tokenizer)?);
                 }
             }

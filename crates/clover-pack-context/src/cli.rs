@@ -27,6 +27,12 @@ pub struct Cli {
     /// 200 pairs. The same seed gives the same sample; the input must be a file.
     #[arg(long, value_name = "N")]
     pub sample: Option<usize>,
+    /// Also build instances for the C++ pairs calibrate excluded (their ground truth does not
+    /// compile, pass or get measured), marked judge-only (`scoring.judge_only`): they are
+    /// answered and put to the LLM judge, never run, as CPP-UT-Bench evaluates its pairs with
+    /// no execution filter. `--sample` then draws from them too. Not with `--format sft`.
+    #[arg(long)]
+    pub judge_only_excluded: bool,
     /// Tasks to build.
     #[arg(
         long,

@@ -89,6 +89,9 @@ pub struct Options {
     /// Keep only this many of the input's kept problems, a seeded uniform sample of the whole
     /// input (see [`sample_input`]); the input must then be a file.
     pub sample: Option<usize>,
+    /// Build the C++ pairs calibrate excluded too, as judge-only instances
+    /// (`scoring.judge_only`, see [`clover_protocol::judge_only`]).
+    pub judge_only_excluded: bool,
     /// Tasks to build, in output order within a problem.
     pub tasks: Vec<Task>,
     /// Settings for every task, replacing the per-task defaults.
@@ -114,6 +117,7 @@ impl Default for Options {
         Options {
             seed: 0,
             sample: None,
+            judge_only_excluded: false,
             tasks: vec![
                 Task::AssertionCloze,
                 Task::TargetedTest,
@@ -200,7 +204,12 @@ pub fn run(
 ) -> anyhow::Result<(u8, Summary)> {
     // Drawn before anything is packed, from every id of the input: the same in every shard.
     let sample = match options.sample {
-        Some(n) => Some(sample_input(args.input.as_deref(), options.seed, n)?),
+        Some(n) => Some(sample_input(
+            args.input.as_deref(),
+            options.seed,
+            n,
+            options.judge_only_excluded,
+        )?),
         None => None,
     };
     let mut sampled_out = 0u64;
@@ -215,6 +224,7 @@ pub fn run(
     let mut batch: Vec<CalibratedProblem> = Vec::new();
     let mut finished: HashSet<String> = HashSet::new();
     let mut excluded = 0u64;
+    let mut judge_only = 0u64;
 
     let mut flush = |batch: &mut Vec<CalibratedProblem>,
                      io: &mut StageIo,
@@ -256,8 +266,11 @@ pub fn run(
             continue;
         }
         if record.exclusion.is_some() {
-            excluded += 1;
-            continue;
+            if !builds_judge_only(packer.options(), &record) {
+                excluded += 1;
+                continue;
+            }
+            judge_only += 1;
         }
         if sample.as_ref().is_some_and(|s| !s.contains(&record.id)) {
             sampled_out += 1;
@@ -299,9 +312,18 @@ pub fn run(
     }
     let mut summary = packer.summary.clone();
     summary.excluded = excluded;
+    summary.judge_only = judge_only;
     summary.sampled_out = sampled_out;
     let code = io.finish()?;
     Ok((code, summary))
+}
+
+/// Whether `record`, which calibrate excluded, is built anyway as a judge-only instance: a
+/// C++ pair, with `--judge-only-excluded`. (A Python problem's tasks are made of what its
+/// ground truth's run showed — covered lines, unique blocks, targets — so an excluded one has
+/// nothing to build from; a C++ prompt needs only the pair's files.)
+fn builds_judge_only(options: &Options, record: &CalibratedProblem) -> bool {
+    options.judge_only_excluded && record.problem.cpp.is_some()
 }
 
 /// The splitter of a `--format sft` run, spooling beside the output (or in the temporary
@@ -363,7 +385,7 @@ pub fn print_summary(summary: &Summary, secs: f64) {
         .collect();
     clover_protocol::diag!(
         "{TOOL}: {} instance(s) ({}) from {} problem(s) in {} repositor{}; {} excluded by \
-         calibrate; {} left out by --sample; {} prompt tokens in {secs:.2}s",
+         calibrate; {} judge-only; {} left out by --sample; {} prompt tokens in {secs:.2}s",
         summary.total_instances(),
         if per_task.is_empty() {
             "none".to_string()
@@ -374,6 +396,7 @@ pub fn print_summary(summary: &Summary, secs: f64) {
         summary.repos,
         if summary.repos == 1 { "y" } else { "ies" },
         summary.excluded,
+        summary.judge_only,
         summary.sampled_out,
         summary.prompt_tokens,
     );

@@ -33,6 +33,13 @@ fn real_main(args: Cli) -> anyhow::Result<u8> {
         );
         return Ok(exit::USAGE);
     }
+    if args.judge_only_excluded && matches!(args.format, Format::Sft) {
+        diag!(
+            "{TOOL}: error: --judge-only-excluded builds instances whose ground truth does not \
+             run, which make no fine-tuning example; leave it out with --format sft"
+        );
+        return Ok(exit::USAGE);
+    }
     let repos: Vec<RepoConfig> = match args.repos.resolve() {
         Ok(r) => r.into_values().collect(),
         Err(e) => {
@@ -44,6 +51,7 @@ fn real_main(args: Cli) -> anyhow::Result<u8> {
     let options = Options {
         seed: args.seed,
         sample: args.sample,
+        judge_only_excluded: args.judge_only_excluded,
         tasks: args
             .tasks
             .iter()

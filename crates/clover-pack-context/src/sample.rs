@@ -1,7 +1,8 @@
 //! `--sample N`: a seeded uniform sample of N problems of the whole input, as CPP-UT-Bench
 //! evaluates 200 sampled pairs.
 //!
-//! Each kept problem gets a key, the first draw of the SplitMix64 stream for
+//! Each kept problem (and, with `--judge-only-excluded`, each excluded C++ pair: the
+//! paper's sample knows no execution filter) gets a key, the first draw of the SplitMix64 stream for
 //! `sample/<problem id>` under the seed; the N problems with the smallest keys are the
 //! sample (ties, which need equal 64-bit draws, go by id). A key depends on the seed and the
 //! id alone, so the sample is the same whatever the order of the input, the shard or the
@@ -13,6 +14,7 @@ use std::collections::{BinaryHeap, HashSet};
 use std::io::BufRead;
 use std::path::Path;
 
+use clover_protocol::Language;
 use serde::Deserialize;
 
 use crate::rng::Rng;
@@ -69,14 +71,22 @@ struct Head {
         deserialize_with = "clover_protocol::exclusion_wire::deserialize"
     )]
     exclusion: Option<clover_protocol::Exclusion>,
+    problem: ProblemHead,
 }
 
-/// The sample of the problems calibrate kept in the input file `input`. Lines that are not
-/// records are passed over here; the packing pass reports them.
+#[derive(Deserialize)]
+struct ProblemHead {
+    language: Language,
+}
+
+/// The sample of the problems calibrate kept in the input file `input`, and with
+/// `judge_only_excluded` of the C++ pairs it excluded too (the problems pack-context builds).
+/// Lines that are not records are passed over here; the packing pass reports them.
 pub fn sample_input(
     input: Option<&Path>,
     seed: u64,
     n: usize,
+    judge_only_excluded: bool,
 ) -> Result<HashSet<String>, SampleError> {
     let path = match input {
         Some(p) if p != Path::new("-") => p,
@@ -92,7 +102,8 @@ pub fn sample_input(
     for line in std::io::BufReader::new(file).lines() {
         let line = line.map_err(read_err)?;
         if let Ok(head) = serde_json::from_str::<Head>(&line) {
-            if head.exclusion.is_none() {
+            let judge_only = judge_only_excluded && head.problem.language == Language::Cpp;
+            if head.exclusion.is_none() || judge_only {
                 ids.push(head.id);
             }
         }

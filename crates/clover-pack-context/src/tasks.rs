@@ -38,7 +38,8 @@ pub const MASK: &str = "<MASK>";
 #[derive(Debug)]
 pub struct RepoInput<'a, 't> {
     pub repo: &'a str,
-    /// The kept problems of the repository, in input order.
+    /// The kept problems of the repository, sorted by id; with `--judge-only-excluded`, also
+    /// its C++ pairs calibrate excluded (built judge-only, never demonstrations).
     pub problems: &'a [CalibratedProblem],
     pub sources: RepoSources<'t>,
     pub tokenizer: &'t Tokenizer,
@@ -721,9 +722,12 @@ pub fn cpp_unit_test(input: &mut RepoInput, pool: &[Demo]) -> Result<Vec<Drafted
     let settings = input.options.settings_for(Task::CppUnitTest);
     let mut own: Vec<Option<Demo>> = Vec::with_capacity(input.problems.len());
     for rec in input.problems {
-        own.push(match &rec.problem.cpp {
-            Some(c) => Some(Demo::of(input.repo, &rec.id, c, input.tokenizer)?),
-            None => None,
+        // A judge-only pair (calibrate excluded it) shows no test that runs: it is never a
+        // demonstration, so building judge-only instances leaves the others' prompts as
+        // they were.
+        own.push(match (&rec.problem.cpp, &rec.exclusion) {
+            (Some(c), None) => Some(Demo::of(input.repo, &rec.id, c, input.tokenizer)?),
+            _ => None,
         });
     }
     let mut out = Vec::new();
@@ -804,6 +808,12 @@ pub fn cpp_unit_test(input: &mut RepoInput, pool: &[Demo]) -> Result<Vec<Drafted
             };
             let mut scoring = BTreeMap::new();
             scoring.insert("focal_source".into(), json!(c.file_path));
+            if let Some(e) = &rec.exclusion {
+                scoring.insert(
+                    clover_protocol::JUDGE_ONLY.into(),
+                    clover_protocol::judge_only_mark(e.reason),
+                );
+            }
             // The ground truth's covered lines of the source, which score compares the
             // candidate's with.
             scoring.insert(

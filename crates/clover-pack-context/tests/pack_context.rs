@@ -832,6 +832,116 @@ fn excluded_problems_yield_no_instances() {
     std::fs::write(&input, text).unwrap();
     let out: Vec<Instance> = read_records(&pack(&model, input.to_str().unwrap(), PY.1, &args));
     assert!(out.is_empty(), "{} instances", out.len());
+    // A Python problem's tasks are made of its ground truth's run: judge-only is for C++.
+    let judge_only = [&args[..], &["--judge-only-excluded"]].concat();
+    let out: Vec<Instance> =
+        read_records(&pack(&model, input.to_str().unwrap(), PY.1, &judge_only));
+    assert!(out.is_empty(), "{} instances", out.len());
+}
+
+/// `--judge-only-excluded`: a C++ pair calibrate excluded is built, marked judge-only with
+/// its exclusion reason; it is no other pair's demonstration, so every other instance is the
+/// same byte for byte as without the flag; `--sample` draws from it too; and it makes no
+/// fine-tuning example. The fixture's pairs all compile and pass, so the exclusion is put on
+/// a real record here, as calibrate writes one (no coverage, no tiers).
+#[test]
+fn excluded_cpp_pairs_are_built_judge_only_when_asked() {
+    let Some(model) = model() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let input = tmp.path().join("excluded.jsonl");
+    let mut text = String::new();
+    let mut excluded = String::new();
+    for mut r in calibrated(CPP.0) {
+        if r.id.ends_with("ring_buffer.cc") {
+            r.exclusion = Some(Exclusion {
+                reason: ExclusionReason::CompileError,
+                detail: "tests/ring_buffer_test.cc:3: error: 'RingBuffer' was not declared".into(),
+            });
+            r.base.clear();
+            r.empty.clear();
+            r.tiers.clear();
+            r.runs.clear();
+            excluded = r.id.clone();
+        }
+        text.push_str(&serde_json::to_string(&r).unwrap());
+        text.push('\n');
+    }
+    assert!(!excluded.is_empty(), "the fixture has a ring_buffer pair");
+    std::fs::write(&input, text).unwrap();
+    let input = input.to_str().unwrap();
+    // Every pair short enough to be a demonstration, so the excluded one would be picked.
+    let shots = ["--shot-max-tokens", "100000"];
+    let lines = |bytes: Vec<u8>| -> BTreeMap<String, String> {
+        String::from_utf8(bytes)
+            .unwrap()
+            .lines()
+            .map(|l| {
+                let i: Instance = serde_json::from_str(l).unwrap();
+                (i.id, l.to_string())
+            })
+            .collect()
+    };
+    let without = lines(pack(&model, input, CPP.1, &shots));
+    assert!(!without.is_empty());
+    assert!(without.keys().all(|id| !id.starts_with(&excluded)));
+    let flag = [&shots[..], &["--judge-only-excluded"]].concat();
+    let with = lines(pack(&model, input, CPP.1, &flag));
+    let judged: Vec<Instance> = with
+        .iter()
+        .filter(|(id, _)| !without.contains_key(*id))
+        .map(|(_, l)| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(!judged.is_empty(), "no instance of the excluded pair");
+    for i in &judged {
+        assert_eq!(i.problem_id, excluded);
+        assert_eq!(i.judge_only(), Some("compile_error"), "{}", i.id);
+        assert_eq!(i.task, Task::CppUnitTest);
+        assert!(i.reference.contains("TEST"), "the judge's ground truth");
+        assert!(
+            i.prompt.contains("### Source: src/ring_buffer.cc"),
+            "{}",
+            i.prompt
+        );
+    }
+    for (id, line) in &without {
+        assert_eq!(with.get(id), Some(line), "{id} changed with the flag");
+    }
+    for line in with.values() {
+        let i: Instance = serde_json::from_str(line).unwrap();
+        let shots = i.scoring["shots"].as_array().unwrap();
+        assert!(
+            shots.iter().all(|s| str_of(s) != excluded),
+            "{}: the judge-only pair is a demonstration",
+            i.id
+        );
+        assert_eq!(i.judge_only().is_some(), i.problem_id == excluded);
+    }
+
+    // The sample's population holds the excluded pair only with the flag.
+    let pairs = |extra: &[&str]| -> BTreeSet<String> {
+        read_records::<Instance>(&pack(&model, input, CPP.1, extra))
+            .into_iter()
+            .map(|i| i.problem_id)
+            .collect()
+    };
+    let all = calibrated(CPP.0).len();
+    assert_eq!(pairs(&["--sample", "9"]).len(), all - 1);
+    let sampled = pairs(&["--sample", "9", "--judge-only-excluded"]);
+    assert_eq!(sampled.len(), all);
+    assert!(sampled.contains(&excluded));
+
+    let out = Command::new(env!("CARGO_BIN_EXE_clover-pack-context"))
+        .arg(input)
+        .arg("--manifest")
+        .arg(workspace().join(CPP.1))
+        .arg("--tokenizer")
+        .arg(&model)
+        .args(["--judge-only-excluded", "--format", "sft"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("no fine-tuning example"), "{stderr}");
 }
 
 /// Task I: no kept reference occurs in more than 1% of the candidates; caps hold.
