@@ -7,7 +7,9 @@
 //! candidate file is `clover_answer::assemble_candidate` (the scorer must agree on what "the
 //! model's code" is); no code ⇒ outcome `no_code`, and a response whose call failed
 //! (`Response::error`) ⇒ outcome `api_error`, with nothing run: a server's failure is not
-//! the model's. Python candidates run under pytest with
+//! the model's. A judge-only response (`scoring.judge_only`, a C++ pair whose ground truth
+//! calibrate could not run) ⇒ outcome `judge_only`, nothing run, its code taken out for
+//! score's judge. Python candidates run under pytest with
 //! coverage of the repository's source folders; C++ candidates are compiled and run as
 //! GoogleTest binaries (`clover_sandbox::gtest`).
 //!
@@ -227,12 +229,12 @@ impl<'a> ResponseRunner<'a> {
         if let Some(why) = &response.generation.skipped {
             return self.not_asked(response, &format!("the model was not asked: {why}"));
         }
+        let candidate = clover_answer::assemble_candidate(response);
+        if let Some(why) = response.judge_only() {
+            return self.judge_only(response, candidate.map_err(|e| e.to_string()), why);
+        }
         let started = Instant::now();
-        self.execute(
-            response,
-            clover_answer::assemble_candidate(response),
-            started,
-        )
+        self.execute(response, candidate, started)
     }
 
     /// Joins the responses to the chunks of one C++ source into one test file
@@ -293,7 +295,18 @@ impl<'a> ResponseRunner<'a> {
                             .collect::<Vec<_>>()),
                     );
                 }
-                self.execute(&file, joined.candidate, started)
+                match file.judge_only() {
+                    Some(why) => {
+                        let candidate = joined.candidate.map_err(|e| e.to_string());
+                        self.judge_only(&file, candidate, why)
+                    }
+                    None => self.execute(&file, joined.candidate, started),
+                }
+            }
+            // A judge-only file stays out of the execution metrics whatever its chunks did.
+            Err(e @ clover_answer::JoinError::Missing { .. }) if file.judge_only().is_some() => {
+                let why = file.judge_only().unwrap_or_default();
+                self.judge_only(&file, Err(format!("incomplete file: {e}")), why)
             }
             Err(e @ clover_answer::JoinError::Missing { .. }) => {
                 let mut result = self.blank_result(&file)?;
@@ -342,6 +355,33 @@ impl<'a> ResponseRunner<'a> {
         let mut result = self.blank_result(response)?;
         result.outcome = Outcome::OverMaxContext;
         result.message = Some(message.to_string());
+        Ok(result)
+    }
+
+    /// The result of a judge-only response (`scoring.judge_only`: calibrate could not run its
+    /// instance's ground truth, `why` says how it failed): outcome `judge_only`, nothing run.
+    /// The answer's code is taken out as for a run, since it is what the judge compares;
+    /// `candidate` is that code, or why there is none.
+    fn judge_only(
+        &self,
+        response: &Response,
+        candidate: Result<clover_answer::Candidate, String>,
+        why: &str,
+    ) -> Result<RunResult, ResponseError> {
+        let mut result = self.blank_result(response)?;
+        result.outcome = Outcome::JudgeOnly;
+        let mut message = format!(
+            "judge-only, not run: calibrate could not run the ground truth ({why}), so there \
+             is nothing to measure the answer against"
+        );
+        match candidate {
+            Ok(c) => {
+                result.candidate = Some(c.text);
+                result.answer = Some(c.answer);
+            }
+            Err(no_code) => message.push_str(&format!("; {no_code}")),
+        }
+        result.message = Some(message);
         Ok(result)
     }
 

@@ -376,6 +376,98 @@ fn a_chunk_not_sent_makes_its_file_over_max_context() {
     assert_eq!(file.candidate, None, "nothing was assembled or run");
 }
 
+/// Judge-only responses (a pair whose ground truth calibrate could not run) run nothing:
+/// outcome `judge_only`, not a compile error nor `no_code`, with the answer's code taken out
+/// for the judge — the chunks of a source joined as for a run, a file missing a chunk or an
+/// answer without code said in the message.
+#[test]
+fn judge_only_responses_are_taken_apart_and_never_run() {
+    if clover_testkit::root().is_none() {
+        return;
+    }
+    let repo = clover_testkit::fixture("cpp");
+    let judge_only = |id: &str, chunk: Option<(u32, u32)>, text: &str| {
+        let mut r = response(id, "cppfix", Language::Cpp, "tests/candidate_test.cc", text);
+        let mut scoring = serde_json::json!({"judge_only": "compile_error"});
+        if let Some((index, count)) = chunk {
+            scoring["chunk_index"] = index.into();
+            scoring["chunk_count"] = count.into();
+            scoring["join"] = "append".into();
+        }
+        r.scoring = serde_json::from_value(scoring).unwrap();
+        r
+    };
+    let ring = "cppfix/src/ring_buffer.cc#cpp_unit_test#po";
+    let histogram = "cppfix/src/histogram.cc#cpp_unit_test#po";
+    let responses = vec![
+        judge_only(
+            &format!("{ring}#0"),
+            Some((0, 2)),
+            &fenced("cpp", "#include <gtest/gtest.h>\nTEST(A, B) {}\n"),
+        ),
+        // Run, this would not compile.
+        judge_only(
+            &format!("{ring}#1"),
+            Some((1, 2)),
+            &fenced("cpp", "TEST(A, C) { this is not C++; }\n"),
+        ),
+        judge_only(
+            &format!("{histogram}#0"),
+            Some((0, 2)),
+            &fenced("cpp", "TEST(H, A) {}\n"),
+        ),
+        judge_only(
+            "cppfix/src/small_vector.h#cpp_unit_test#po",
+            None,
+            "",
+        ),
+    ];
+    let (results, code, stderr) = run_stage(&responses, &["--repo", repo.to_str().unwrap()]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("3 judge_only"), "{stderr}");
+    let by_id: BTreeMap<&str, &RunResult> = results.iter().map(|r| (r.id.as_str(), r)).collect();
+    assert_eq!(by_id.len(), 3, "{results:?}");
+    for r in &results {
+        assert_eq!(r.outcome, Outcome::JudgeOnly, "{}: {:?}", r.id, r.message);
+        assert!(
+            r.tests.is_empty() && r.coverage.is_empty(),
+            "{}: something ran",
+            r.id
+        );
+        let message = r.message.as_deref().unwrap_or_default();
+        assert!(
+            message.contains("judge-only, not run") && message.contains("compile_error"),
+            "{message}"
+        );
+        assert_eq!(r.judge_only(), Some("compile_error"));
+    }
+    let ring = by_id[format!("{ring}@m").as_str()];
+    let candidate = ring.candidate.as_deref().unwrap();
+    assert!(
+        candidate.contains("TEST(A, B)") && candidate.contains("this is not C++"),
+        "both chunks joined: {candidate}"
+    );
+    assert!(ring.answer.is_some(), "the judge reads the answer");
+    let histogram = by_id[format!("{histogram}@m").as_str()];
+    assert_eq!(histogram.candidate, None);
+    assert!(
+        histogram
+            .message
+            .as_deref()
+            .unwrap()
+            .contains("incomplete file"),
+        "{:?}",
+        histogram.message
+    );
+    let small = by_id["cppfix/src/small_vector.h#cpp_unit_test#po@m"];
+    assert_eq!(small.candidate, None);
+    assert!(
+        small.message.as_deref().unwrap().contains("the answer is empty"),
+        "{:?}",
+        small.message
+    );
+}
+
 /// The screen: a candidate whose answer reaches the verdict's machinery is not run and gets
 /// outcome `rejected`, naming the construct and its line; what the prefix (the repository's
 /// own setup) holds is not the model's doing; `--screen off` runs everything.
