@@ -26,6 +26,9 @@ pub struct JudgeItem {
     pub setting: String,
     pub model: String,
     pub answer: String,
+    /// The instance is judge-only (outcome `judge_only`): its ground truth never ran, so the
+    /// judge is all that scores it.
+    pub judge_only: bool,
 }
 
 /// What the judge said of one ordered pair.
@@ -51,6 +54,9 @@ pub struct JudgeRow {
     pub undecided: u64,
     /// Requests per pair: 2 (both orders) or 1 (the paper's single order).
     pub orders: u8,
+    /// Pairs (decided or not) on judge-only instances, whose ground truth calibrate could not
+    /// run: they count here as any other pair, and in no execution metric.
+    pub judge_only: u64,
 }
 
 impl JudgeRow {
@@ -86,6 +92,7 @@ impl JudgeRow {
             "loss": self.loss,
             "undecided": self.undecided,
             "orders": self.orders,
+            "judge_only": self.judge_only,
             "win_rate": r(self.rate(self.win)),
             "tie_rate": r(self.rate(self.tie)),
             "loss_rate": r(self.rate(self.loss)),
@@ -341,7 +348,9 @@ pub fn run_judge(
                     loss: 0,
                     undecided: 0,
                     orders,
+                    judge_only: 0,
                 });
+            row.judge_only += u64::from(me.judge_only || other.judge_only);
             match won {
                 Some(Some(true)) => row.win += 1,
                 Some(Some(false)) => row.loss += 1,

@@ -48,6 +48,10 @@
 //!   (outcome `over_max_context`, `generate --max-context`) are in no row and no rate, and a
 //!   setting that lost any is left out of Δ: CLOVER evaluates each model up to its own
 //!   maximum length (r_maxLen). A legend under the task's table counts them.
+//! - Judge-only results (outcome `judge_only`: a C++ pair whose ground truth calibrate could
+//!   not run, built with `pack-context --judge-only-excluded`) are in no row and no rate,
+//!   since nothing ran; the judge compares their answers as any other, and its rows count
+//!   them (`judge_only`), as does a legend under the task's table.
 //! - **LLM judge** ([`run_judge`]): pairwise, both orders (a win needs both, a disagreement
 //!   is a tie) or, as the paper, one ([`JudgeOrder`]); Wilson 95% intervals; a pair whose
 //!   request failed or whose answer could not be read is `undecided`, apart from ties.

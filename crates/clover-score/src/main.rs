@@ -98,6 +98,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                             instance_id: r.instance_id,
                             task: r.task.expect("checked"),
                             setting: r.setting,
+                            judge_only: r.outcome == clover_protocol::Outcome::JudgeOnly,
                             model: r.model,
                             answer,
                         });

@@ -102,6 +102,8 @@ struct CppPair {
     source_lines: Option<u64>,
     /// Prompt tokens of all the pair's chunks, per setting.
     tokens: BTreeMap<String, u64>,
+    /// Its instances are judge-only: calibrate could not run its ground truth.
+    judge_only: bool,
 }
 
 impl DatasetStats {
@@ -134,6 +136,7 @@ impl DatasetStats {
                 pair.test_lines = i.reference.lines().count() as u64;
             }
             *pair.tokens.entry(i.setting.clone()).or_default() += u64::from(i.prompt_tokens);
+            pair.judge_only |= i.judge_only().is_some();
         }
     }
 
@@ -467,6 +470,12 @@ fn cpp_table_1(stats: Option<&DatasetStats>) -> PaperTable {
     }
     if pairs.iter().any(|p| p.source_lines.is_none()) {
         t.footnotes.push("source lines: — for pairs known only from instances, which carry the source inside the prompt text (chunked, with context), not as a line count; pass --problems.".into());
+    }
+    let judge_only = pairs.iter().filter(|p| p.judge_only).count();
+    if judge_only > 0 {
+        t.footnotes.push(format!(
+            "{judge_only} of the pairs are judge-only (pack-context --judge-only-excluded): calibrate could not run their ground truth, so they have prompts and judge scores but no execution metrics. They are counted here, as CPP-UT-Bench samples its pairs with no execution filter."
+        ));
     }
     if pairs.iter().any(|p| p.tokens.is_empty()) {
         t.footnotes.push(
@@ -932,14 +941,11 @@ mod tests {
             json!({"template": "answer_only"}),
         ));
         for (p, chunk, count) in [("s/a.cc", 0, 2), ("s/a.cc", 1, 2), ("s/b.cc", 0, 1)] {
-            stats.add(&instance(
-                "cpp_unit_test",
-                p,
-                "po",
-                "file",
-                1000,
-                json!({"chunk_index": chunk, "chunk_count": count}),
-            ));
+            let mut scoring = json!({"chunk_index": chunk, "chunk_count": count});
+            if p == "s/b.cc" {
+                scoring["judge_only"] = json!("failed");
+            }
+            stats.add(&instance("cpp_unit_test", p, "po", "file", 1000, scoring));
         }
         let tables = paper_tables(&report, Some(&stats));
         assert_eq!(
@@ -955,6 +961,13 @@ mod tests {
             [["snappy", "2", "1", "3", "—", "—", "—", "3.0", "3.0", "3", "1500.0"]]
         );
         assert!(cpp.footnotes.iter().any(|f| f.contains("pass --problems")));
+        assert!(
+            cpp.footnotes
+                .iter()
+                .any(|f| f.starts_with("1 of the pairs are judge-only")),
+            "{:?}",
+            cpp.footnotes
+        );
         let html = paper_html(&tables, &report, Some(&stats));
         assert!(html.contains("id=\"cpp-pairs\"") && html.contains("id=\"cpp-test-lines\""));
         assert!(

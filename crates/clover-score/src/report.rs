@@ -73,6 +73,9 @@ pub struct Report {
     /// Per task, the results (all repositories) left out because their prompt was over the
     /// model's maximum context.
     pub over_max_context: BTreeMap<Task, u64>,
+    /// Per task, the judge-only results (outcome `judge_only`: calibrate could not run their
+    /// ground truth, so nothing ran): in no row and no execution rate, only the judge's.
+    pub judge_only: BTreeMap<Task, u64>,
     /// Task I's EM-vs-RER gap per model, format and setting (all repositories).
     pub gap: Vec<Gap>,
     /// Each row's results as JSON lines, by the path its row links to.
@@ -107,6 +110,8 @@ pub struct Scorer {
     operators: BTreeMap<GroupKey, BTreeMap<String, (u64, u64)>>,
     /// Results generate did not ask (over the model's maximum context), per group.
     over_max_context: BTreeMap<GroupKey, u64>,
+    /// Judge-only results per task (all repositories).
+    judge_only: BTreeMap<Task, u64>,
     /// With samples: the folder their files go in (relative to the report), and each group's
     /// results as JSON lines.
     samples: Option<(String, GroupSamples)>,
@@ -149,6 +154,12 @@ impl Scorer {
             self.untasked += 1;
             return;
         };
+        // Nothing ran, by design: no execution metric can count it, and its repository's
+        // rows would read as if a model had failed it (the judge still compares it).
+        if r.outcome == Outcome::JudgeOnly {
+            *self.judge_only.entry(task).or_default() += 1;
+            return;
+        }
         let mut key = GroupKey {
             model: r.model.clone(),
             task,
@@ -268,6 +279,7 @@ impl Scorer {
             utilization,
             judge: Vec::new(),
             over_max_context,
+            judge_only: self.judge_only.clone(),
             gap,
             samples,
             meta: RunMeta {
@@ -469,6 +481,9 @@ pub fn to_json(report: &Report) -> Value {
         "over_max_context": report.over_max_context.iter()
             .map(|(t, n)| (task_name(*t), json!(n)))
             .collect::<serde_json::Map<_, _>>(),
+        "judge_only": report.judge_only.iter()
+            .map(|(t, n)| (task_name(*t), json!(n)))
+            .collect::<serde_json::Map<_, _>>(),
         "em_rer_gap": report.gap.iter().map(|g| json!({
             "model": g.model,
             "answer_format": g.format,
@@ -641,7 +656,7 @@ fn judge_reading(report: &Report) -> &'static str {
 }
 
 /// Under the judge table: what `undecided` counts.
-const JUDGE_LEGEND: &str = "n counts the pairs with a verdict; undecided pairs (a judge request failed, or its answer named none of A, B and TIE) are in no rate.";
+const JUDGE_LEGEND: &str = "n counts the pairs with a verdict; undecided pairs (a judge request failed, or its answer named none of A, B and TIE) are in no rate. judge-only counts the pairs among n and undecided whose ground truth calibrate could not run (pack-context --judge-only-excluded): judged, never executed, so in no table above.";
 
 /// `/<format>` for a row's id, nothing for a task with one format (ids as before).
 fn format_part(format: &str) -> String {
@@ -703,6 +718,15 @@ fn over_max_context_legend(report: &Report, task: Task) -> Option<String> {
     ))
 }
 
+/// Under a task's table, when some of its results are judge-only: that they exist, and
+/// where they count.
+fn judge_only_legend(report: &Report, task: Task) -> Option<String> {
+    let n = report.judge_only.get(&task).copied().filter(|&n| n > 0)?;
+    Some(format!(
+        "{n} result(s) are judge-only: calibrate could not run their pair's ground truth (pack-context --judge-only-excluded; outcome judge_only), so nothing ran; they are in no row and no rate here, and only in the LLM judge's comparison (its judge-only column)."
+    ))
+}
+
 fn signed_pct(v: f64) -> String {
     format!("{:+.1}", v * 100.0)
 }
@@ -756,6 +780,9 @@ pub fn to_markdown(report: &Report) -> String {
         if let Some(legend) = over_max_context_legend(report, task) {
             let _ = writeln!(s, "{legend}\n");
         }
+        if let Some(legend) = judge_only_legend(report, task) {
+            let _ = writeln!(s, "{legend}\n");
+        }
     }
     if !report.utilization.is_empty() {
         s.push_str("## Context utilization (vs problem-only)\n\n");
@@ -782,14 +809,14 @@ pub fn to_markdown(report: &Report) -> String {
     if !report.judge.is_empty() {
         let _ = writeln!(s, "## LLM judge ({})\n", judge_reading(report));
         s.push_str(
-            "| model | vs | task | setting | n | win | tie | loss | win 95% CI | undecided |\n",
+            "| model | vs | task | setting | n | win | tie | loss | win 95% CI | undecided | judge-only |\n",
         );
-        s.push_str("|---|---|---|---|---:|---:|---:|---:|---|---:|\n");
+        s.push_str("|---|---|---|---|---:|---:|---:|---:|---|---:|---:|\n");
         for j in &report.judge {
             let (lo, hi) = j.win_ci();
             let _ = writeln!(
                 s,
-                "| {} | {} | {} | {} | {} | {} | {} | {} | {}–{} | {} |",
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {}–{} | {} | {} |",
                 j.model,
                 j.opponent,
                 task_name(j.task),
@@ -800,7 +827,8 @@ pub fn to_markdown(report: &Report) -> String {
                 pct(j.rate(j.loss)),
                 pct(lo),
                 pct(hi),
-                j.undecided
+                j.undecided,
+                j.judge_only
             );
         }
         let _ = writeln!(s, "\n{JUDGE_LEGEND}\n");
@@ -815,6 +843,7 @@ fn tasks(report: &Report) -> Vec<Task> {
     // A task all of whose results were over a maximum context still gets its table's legend.
     let mut t: Vec<Task> = report.rows.iter().map(|r| r.task).collect();
     t.extend(report.over_max_context.keys());
+    t.extend(report.judge_only.keys());
     t.sort();
     t.dedup();
     t
@@ -1305,6 +1334,9 @@ pub fn to_html(report: &Report) -> String {
         if let Some(legend) = over_max_context_legend(report, task) {
             let _ = writeln!(s, "<p class=\"legend\">{}</p>", esc(&legend));
         }
+        if let Some(legend) = judge_only_legend(report, task) {
+            let _ = writeln!(s, "<p class=\"legend\">{}</p>", esc(&legend));
+        }
         s.push_str("</section>\n");
     }
     if !report.rows.is_empty() && report.samples.is_empty() {
@@ -1338,12 +1370,12 @@ pub fn to_html(report: &Report) -> String {
             esc(judge_reading(report)),
             esc(JUDGE_LEGEND)
         );
-        s.push_str("<table><thead><tr><th>model</th><th>vs</th><th>task</th><th>setting</th><th>n</th><th>win (%)</th><th>tie (%)</th><th>loss (%)</th><th>win 95% CI</th><th>undecided</th></tr></thead><tbody>\n");
+        s.push_str("<table><thead><tr><th>model</th><th>vs</th><th>task</th><th>setting</th><th>n</th><th>win (%)</th><th>tie (%)</th><th>loss (%)</th><th>win 95% CI</th><th>undecided</th><th>judge-only</th></tr></thead><tbody>\n");
         for j in &report.judge {
             let (lo, hi) = j.win_ci();
             let _ = writeln!(
                 s,
-                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}–{}</td><td class=\"num\">{}</td></tr>",
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}–{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
                 esc(&j.model),
                 esc(&j.opponent),
                 task_name(j.task),
@@ -1354,7 +1386,8 @@ pub fn to_html(report: &Report) -> String {
                 pct(j.rate(j.loss)),
                 pct(lo),
                 pct(hi),
-                j.undecided
+                j.undecided,
+                j.judge_only
             );
         }
         s.push_str("</tbody></table>\n");
@@ -1458,6 +1491,32 @@ mod tests {
         assert_eq!(to_json(&report)["over_max_context"]["targeted_test"], 2);
         // 8k lost a result, so it is no budget of Δ and PO has nothing to be compared with.
         assert!(report.utilization.is_empty(), "{:?}", report.utilization);
+    }
+
+    /// Judge-only results are in no row, not even as a row of their own when every result of
+    /// a group is one, and every format says how many there are.
+    #[test]
+    fn judge_only_results_are_in_no_row() {
+        let mut scorer = Scorer::new(true);
+        for (setting, judge_only) in [("po", false), ("po", true), ("8k", true)] {
+            let mut r = targeted("part", setting, true);
+            if judge_only {
+                r.outcome = Outcome::JudgeOnly;
+            }
+            scorer.add(&r);
+        }
+        let report = scorer.report();
+        let rows: Vec<(&str, &str, u64)> = report
+            .rows
+            .iter()
+            .map(|r| (r.setting.as_str(), r.repo.as_str(), r.n))
+            .collect();
+        assert_eq!(rows, [("po", "*", 1), ("po", "r", 1)]);
+        assert_eq!(report.judge_only[&Task::TargetedTest], 2);
+        let legend = "2 result(s) are judge-only";
+        assert!(to_markdown(&report).contains(legend));
+        assert!(to_html(&report).contains(legend));
+        assert_eq!(to_json(&report)["judge_only"]["targeted_test"], 2);
     }
 
     /// Δ runs over the settings all of whose results were asked: a setting that lost some

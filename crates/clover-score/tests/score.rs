@@ -524,6 +524,20 @@ fn fake_judge() -> FakeChat {
     FakeChat::start(|request| ChatReply::content(judge_verdict(request.message(1))))
 }
 
+/// `score`'s flags for the fake judge at `url`, then `rest`.
+fn with_judge<'a>(url: &'a str, rest: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec![
+        "--judge",
+        "openai",
+        "--judge-base-url",
+        url,
+        "--judge-model-name",
+        "judge",
+    ];
+    args.extend_from_slice(rest);
+    args
+}
+
 /// The fake judge's verdict on one pairwise prompt.
 fn judge_verdict(prompt: &str) -> &'static str {
     let a = prompt
@@ -590,19 +604,16 @@ fn llm_judge_pairs_in_both_orders() {
         ],
     );
     let url = judge.url();
-    let (out, stderr, code) = score(&[
-        "--format",
-        "json",
-        "--judge",
-        "openai",
-        "--judge-base-url",
+    let (out, stderr, code) = score(&with_judge(
         &url,
-        "--judge-model-name",
-        "judge",
-        "--judge-concurrency",
-        "3",
-        input.to_str().unwrap(),
-    ]);
+        &[
+            "--format",
+            "json",
+            "--judge-concurrency",
+            "3",
+            input.to_str().unwrap(),
+        ],
+    ));
     assert_eq!(code, 0, "{stderr}");
     let v: Value = serde_json::from_str(&out).unwrap();
     let judge_rows = v["judge"].as_array().unwrap();
@@ -632,15 +643,7 @@ fn llm_judge_pairs_in_both_orders() {
     assert!(judge_rows
         .iter()
         .all(|r| r["model"] != "oracle" && r["opponent"] != "oracle"));
-    let (table, _, _) = score(&[
-        "--judge",
-        "openai",
-        "--judge-base-url",
-        &url,
-        "--judge-model-name",
-        "judge",
-        input.to_str().unwrap(),
-    ]);
+    let (table, _, _) = score(&with_judge(&url, &[input.to_str().unwrap()]));
     assert!(
         table.contains("LLM judge")
             && table.contains("| good | bad | cpp_unit_test | po | 6 | 100.0 | 0.0 | 0.0 |"),
@@ -667,18 +670,7 @@ fn the_judge_in_one_order_and_a_judge_that_is_down() {
     );
     let url = judge.url();
     let run = |url: &str, extra: &[&str]| {
-        let mut args = vec![
-            "--format",
-            "json",
-            "--judge",
-            "openai",
-            "--judge-base-url",
-            url,
-            "--judge-model-name",
-            "judge",
-            "--judge-max-retries",
-            "0",
-        ];
+        let mut args = with_judge(url, &["--format", "json", "--judge-max-retries", "0"]);
         args.extend_from_slice(extra);
         args.push(input.to_str().unwrap());
         let (out, stderr, code) = score(&args);
@@ -725,17 +717,10 @@ fn the_judge_in_one_order_and_a_judge_that_is_down() {
         "{stderr}"
     );
     let table = {
-        let args = [
-            "--judge",
-            "openai",
-            "--judge-base-url",
+        let args = with_judge(
             &down,
-            "--judge-model-name",
-            "judge",
-            "--judge-max-retries",
-            "0",
-            input.to_str().unwrap(),
-        ];
+            &["--judge-max-retries", "0", input.to_str().unwrap()],
+        );
         score(&args).0
     };
     assert!(
@@ -797,18 +782,15 @@ fn bad_lines_in_the_instances_file_are_reported_and_the_rest_judged() {
     std::fs::write(&instances_path, lines(&instances)).unwrap();
     let url = judge.url();
     let args = |extra: &[&str]| -> Vec<String> {
-        let mut a: Vec<String> = [
-            "--format",
-            "json",
-            "--judge",
-            "openai",
-            "--judge-base-url",
+        let mut a: Vec<String> = with_judge(
             &url,
-            "--judge-model-name",
-            "judge",
-            "--instances",
-            instances_path.to_str().unwrap(),
-        ]
+            &[
+                "--format",
+                "json",
+                "--instances",
+                instances_path.to_str().unwrap(),
+            ],
+        )
         .iter()
         .map(|s| s.to_string())
         .collect();
@@ -1515,4 +1497,63 @@ fn the_mutation_score_is_a_column_with_kill_rates_by_operator() {
     std::fs::write(&plain, serde_json::to_string(&r).unwrap() + "\n").unwrap();
     let (table, _, _) = score(&["--format", "table", plain.to_str().unwrap()]);
     assert!(!table.contains("mutation_score"), "{table}");
+}
+
+/// Judge-only results (outcome `judge_only`: calibrate could not run the pair's ground
+/// truth) are judged like any other pair and counted so, but are in no execution row: a
+/// model is not charged with a run that never happened, nor credited with one.
+#[test]
+fn judge_only_results_are_judged_and_in_no_execution_metric() {
+    let judge = fake_judge();
+    let dir = tempfile::tempdir().unwrap();
+    let answers = [
+        ("oracle", "TEST(R, T) { GOOD(); }"),
+        ("good", "TEST(R, A) { GOOD(); }"),
+        ("bad", "TEST(R, B) { BAD(); }"),
+    ];
+    let mut results = Vec::new();
+    for k in 0..2 {
+        results.extend(passed_cpp_answers(
+            &format!("cppfix/src/ran.cc#{k}"),
+            &answers,
+        ));
+        for mut r in passed_cpp_answers(&format!("cppfix/src/broken.cc#{k}"), &answers) {
+            r.outcome = Outcome::JudgeOnly;
+            r.scoring
+                .insert("judge_only".into(), json!("compile_error"));
+            results.push(r);
+        }
+    }
+    let input = write_jsonl(&dir.path().join("results.jsonl"), &results);
+    let url = judge.url();
+    let (out, stderr, code) = score(&with_judge(&url, &["--format", "json", &input]));
+    assert_eq!(code, 0, "{stderr}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    let rows = v["rows"].as_array().unwrap();
+    for model in ["oracle", "good", "bad"] {
+        let r = row(rows, model, "cpp_unit_test", "po", "*");
+        assert_eq!(r["n"], 2, "only the pairs that ran: {r}");
+        assert_eq!(r["metrics"]["pass_rate"], 1.0, "{r}");
+    }
+    assert_eq!(v["judge_only"]["cpp_unit_test"], 6, "{}", v["judge_only"]);
+    let g = v["judge"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["model"] == "good" && r["opponent"] == "bad")
+        .unwrap();
+    assert_eq!(
+        (g["n"].as_u64(), g["win"].as_u64(), g["judge_only"].as_u64()),
+        (Some(4), Some(4), Some(2)),
+        "every pair judged, the judge-only ones counted: {g}"
+    );
+
+    let (table, stderr, code) = score(&with_judge(&url, &[&input]));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        table.contains("6 result(s) are judge-only")
+            && table.contains("| good | bad | cpp_unit_test | po | 4 | 100.0 | 0.0 | 0.0 |")
+            && table.contains("| 0 | 2 |"),
+        "{table}"
+    );
 }
