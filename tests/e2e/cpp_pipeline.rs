@@ -235,13 +235,7 @@ fn judged_with_the_instances_references(instances: &Path, results: &[PathBuf]) {
     let stderr = &ran.stderr;
     assert!(!stderr.contains("no ground truth"), "{stderr}");
     let report: serde_json::Value = serde_json::from_slice(&ran.stdout).expect("score's JSON");
-    let row = report["judge"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["model"] == "copy-operand" && r["opponent"] == "oracle")
-        .cloned()
-        .unwrap_or_else(|| panic!("no copy-operand vs oracle row: {report}"));
+    let row = judge_row(&report, "copy-operand", "oracle");
     let count = |k: &str| row[k].as_u64().unwrap_or_else(|| panic!("no {k} in {row}"));
     assert_eq!(
         (
@@ -253,6 +247,17 @@ fn judged_with_the_instances_references(instances: &Path, results: &[PathBuf]) {
         (0, SOURCES as u64, 0, 0),
         "{row}"
     );
+}
+
+/// The judge's row of `model` against `opponent` in score's JSON report.
+fn judge_row(report: &serde_json::Value, model: &str, opponent: &str) -> serde_json::Value {
+    report["judge"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["model"] == model && r["opponent"] == opponent)
+        .cloned()
+        .unwrap_or_else(|| panic!("no {model} vs {opponent} row: {report}"))
 }
 
 /// The chunks of a source stay together through `--shard` and `--resume`, and a source whose
@@ -382,5 +387,154 @@ fn shards_resume_and_missing_answers(instances: &Path, dir: &Path) {
     assert_eq!(
         report["rows"][0]["metrics"]["compile_rate"], 0.0,
         "an incomplete file was never compiled"
+    );
+}
+
+/// The judge-only path through the real stages (issue 16, item 6): a pair whose ground
+/// truth fails — a copy of the fixture with a failing TEST added to ring_buffer's test file —
+/// is excluded by calibrate; `pack-context --judge-only-excluded` builds it anyway, marked;
+/// generate answers it; sandbox-run runs nothing for it (outcome `judge_only`, the answer
+/// taken out); score counts it in no execution row but judges it, and says how many.
+#[test]
+fn a_pair_whose_ground_truth_fails_is_judged_and_never_run() {
+    let Some(tokenizer) = cpp_ready() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("cppfix");
+    crate::support::copy_dir(&clover_testkit::fixture("cpp"), &repo);
+    let broken = repo.join("tests/ring_buffer_test.cc");
+    let mut test = std::fs::read_to_string(&broken).unwrap();
+    test.push_str("\nTEST(Broken, GroundTruthFails) { EXPECT_EQ(1, 2); }\n");
+    std::fs::write(&broken, test).unwrap();
+    let path = |name: &str| dir.path().join(name);
+
+    // Two pairs keep the calibration short: the broken one and one that runs.
+    let all = run_ok(tool("extract").arg("--repo").arg(&repo), 0);
+    let two: String = String::from_utf8(all.stdout)
+        .unwrap()
+        .lines()
+        .filter(|l| l.contains("src/ring_buffer.cc") || l.contains("src/histogram.cc"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert_eq!(two.lines().count(), 2, "{two}");
+    std::fs::write(path("problems.jsonl"), two).unwrap();
+    run_ok(
+        tool("calibrate")
+            .arg(path("problems.jsonl"))
+            .arg("--repo")
+            .arg(&repo)
+            .args(["--runs", "1", "-o"])
+            .arg(path("calibrated.jsonl")),
+        0,
+    );
+    let calibrated: Vec<clover_protocol::CalibratedProblem> = read(&path("calibrated.jsonl"));
+    let excluded: Vec<&str> = calibrated
+        .iter()
+        .filter(|c| c.exclusion.is_some())
+        .map(|c| c.id.as_str())
+        .collect();
+    assert_eq!(excluded, ["cppfix/src/ring_buffer.cc"], "{calibrated:?}");
+
+    let pack = |extra: &[&str], out: &str| {
+        run_ok(
+            tool("pack-context")
+                .arg(path("calibrated.jsonl"))
+                .arg("--repo")
+                .arg(&repo)
+                .arg("--tokenizer")
+                .arg(&tokenizer)
+                .args(extra)
+                .arg("-o")
+                .arg(path(out)),
+            0,
+        );
+        read::<Instance>(&path(out))
+    };
+    assert!(pack(&[], "kept.jsonl")
+        .iter()
+        .all(|i| !i.problem_id.ends_with("ring_buffer.cc")));
+    let instances = pack(&["--judge-only-excluded"], "instances.jsonl");
+    let marked: Vec<&Instance> = instances
+        .iter()
+        .filter(|i| i.judge_only().is_some())
+        .collect();
+    assert!(!marked.is_empty());
+    assert!(marked
+        .iter()
+        .all(|i| i.problem_id.ends_with("ring_buffer.cc") && i.judge_only() == Some("failed")));
+
+    let mut results = Vec::new();
+    for model in ["oracle", "copy-operand"] {
+        let responses = path(&format!("responses-{model}.jsonl"));
+        let result = path(&format!("results-{model}.jsonl"));
+        run_ok(
+            tool("generate")
+                .arg(path("instances.jsonl"))
+                .args(["--model", model, "-o"])
+                .arg(&responses),
+            0,
+        );
+        run_ok(
+            tool("sandbox-run")
+                .arg(&responses)
+                .arg("--repo")
+                .arg(&repo)
+                .arg("-o")
+                .arg(&result),
+            0,
+        );
+        let got: Vec<RunResult> = read(&result);
+        assert_eq!(got.len(), 2, "{model}: one result per source");
+        for r in &got {
+            let judge_only = r.instance_id.contains("ring_buffer.cc");
+            assert_eq!(
+                r.outcome == Outcome::JudgeOnly,
+                judge_only,
+                "{}: {:?} {:?}",
+                r.id,
+                r.outcome,
+                r.message
+            );
+            if judge_only {
+                assert!(
+                    r.tests.is_empty() && r.coverage.is_empty(),
+                    "{}: it ran",
+                    r.id
+                );
+                assert!(r.answer.is_some(), "{}: no answer for the judge", r.id);
+            }
+        }
+        results.push(result);
+    }
+
+    // A position-biased judge (always `A`): a tie over both orders, a verdict all the same.
+    let judge = clover_testkit::fake_chat::FakeChat::start(|_| {
+        clover_testkit::fake_chat::ChatReply::content("A")
+    });
+    let ran = run_ok(
+        tool("score")
+            .args(&results)
+            .args(["--format", "json", "--judge", "openai", "--judge-base-url"])
+            .arg(judge.url())
+            .args(["--judge-model-name", "judge", "--judge-exclude", "nobody"])
+            .arg("--instances")
+            .arg(path("instances.jsonl")),
+        0,
+    );
+    let report: serde_json::Value = serde_json::from_slice(&ran.stdout).expect("score's JSON");
+    for model in ["oracle", "copy-operand"] {
+        let row = report["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["model"] == model && r["repo"] == "*")
+            .unwrap_or_else(|| panic!("no row of {model}: {report}"));
+        assert_eq!(row["n"], 1, "only the pair that ran: {row}");
+    }
+    assert_eq!(report["judge_only"]["cpp_unit_test"], 2, "{report}");
+    let row = judge_row(&report, "oracle", "copy-operand");
+    assert_eq!(
+        (row["n"].as_u64(), row["judge_only"].as_u64()),
+        (Some(2), Some(1)),
+        "both pairs judged, one of them judge-only: {row}"
     );
 }
