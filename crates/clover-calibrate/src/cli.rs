@@ -44,9 +44,9 @@ pub struct Cli {
     /// C++ it also counts the test files this run compiled (`test_builds`)
     #[arg(long, value_name = "FILE")]
     pub summary: Option<PathBuf>,
-    /// Run each kept Python problem's ground truth against at most K mutants of its focal code
-    /// (its targets' bodies and unique blocks) and write the ones it kills to the mutants
-    /// sidecar; K is 20 when not given
+    /// Run each kept problem's ground truth against at most K mutants of its focal code (its
+    /// targets' bodies and unique blocks; a C++ problem's focal source) and write the ones it
+    /// kills to the mutants sidecar; K is 20 when not given
     #[arg(
         long,
         value_name = "K",

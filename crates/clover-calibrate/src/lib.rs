@@ -43,8 +43,10 @@
 //! a cold pytest run against each of at most K seeded mutants of its focal code (every
 //! target's body and the unique blocks, on the lines the ground truth reached), after a
 //! control run on the original; the mutants it kills go to the sidecar `OUTPUT.mutants.jsonl`.
-//! C++ problems get none: the GoogleTest runner builds the library from the repository as it
-//! is.
+//! A C++ problem's ground truth (its test file, whole) runs against mutants of its focal
+//! source, on the lines it covered: compiled once per problem, then per mutant only the focal
+//! source is compiled again and linked, and the binary stops at its first failing test; a
+//! mutant that does not compile is `invalid`. A header-only focal source gets none.
 //!
 //! # What it deliberately does not do
 //!

@@ -620,9 +620,10 @@ fn judge_mutants(
                     repo,
                     python: python_for(ctx.args, repo, ctx.default_python),
                     limits: limits_for(ctx.args, repo),
+                    cache: ctx.cache,
                 };
                 let mutant = sample.mutants.mutants.get(j);
-                mutation::run_ground_truth(ctx.sandbox, &run, record, mutant)
+                mutation::run_ground_truth(ctx.sandbox, &run, record, sample, mutant)
             })
             .collect()
     });

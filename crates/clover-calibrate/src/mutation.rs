@@ -1,13 +1,20 @@
-//! The mutation step (`--mutants K`): the ground truth of each consistent Python problem runs
-//! against a seeded sample of mutants of its focal code, and the mutants it kills are kept in
-//! the sidecar (`clover_protocol::ProblemMutants`), the bar of the mutation score.
+//! The mutation step (`--mutants K`): the ground truth of each consistent problem runs against
+//! a seeded sample of mutants of its focal code, and the mutants it kills are kept in the
+//! sidecar (`clover_protocol::ProblemMutants`), the bar of the mutation score.
+//!
+//! A Python problem's focal code is its targets' bodies and unique blocks; a C++ problem's is
+//! its focal source (a translation unit of the library; a header-only source is not mutated),
+//! both on the lines the ground truth reached. A C++ ground truth is compiled once per problem
+//! (`clover_sandbox::gtest::MutantHarness`) and each mutant recompiles only the focal source
+//! and relinks; a mutant that does not compile is `invalid`.
 //!
 //! A problem is split into a [`Sample`] (drawn without running anything) and its runs
 //! ([`run_ground_truth`]: one sandbox run per mutant, and one on the original code), so the
 //! binary can spread the runs of all the problems it has at hand over `--jobs` threads, then
 //! [`Sample::judge`] each problem from the verdicts in its sample's order.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use clover_manifest::RepoConfig;
 use clover_mutate::{
@@ -16,6 +23,10 @@ use clover_mutate::{
 };
 use clover_protocol::{
     CalibratedProblem, Language, LineRanges, Outcome, ProblemMutants, TestOutcome,
+};
+use clover_sandbox::gtest::{
+    is_translation_unit, CppProject, GtestRun, LibraryCache, LibraryError, MutantHarness,
+    Replacement,
 };
 use clover_sandbox::pytest::PytestRun;
 use clover_sandbox::{Limits, Sandbox, SandboxError, WriteFile};
@@ -52,6 +63,21 @@ pub enum MutationError {
         mutant: String,
         source: SandboxError,
     },
+    #[error("problem {id}: mutant {mutant}: {source}")]
+    Gtest {
+        id: String,
+        mutant: String,
+        source: LibraryError,
+    },
+    #[error(
+        "problem {id}: its ground truth {test} cannot be built for the mutant runs, so no \
+         mutant can be judged: {message}"
+    )]
+    Harness {
+        id: String,
+        test: String,
+        message: String,
+    },
 }
 
 /// A problem's mutants, drawn and not yet run.
@@ -62,29 +88,49 @@ pub struct Sample {
     /// The focal files: repository-relative path, text and focus.
     files: Vec<FocalFile>,
     pub mutants: Mutants,
+    language: Language,
+    /// A C++ ground truth compiled for the mutant runs, once, by the first of them; or why it
+    /// could not be.
+    harness: OnceLock<Result<MutantHarness, String>>,
 }
 
-/// Whether `record` gets mutants: a Python problem calibrate kept (neither excluded nor flaky)
-/// with some focal code.
+/// Whether `record` gets mutants: a problem calibrate kept (neither excluded nor flaky) with
+/// some focal code: a Python problem with targets or unique blocks, a C++ problem whose focal
+/// source is a translation unit (a mutated header would have to be compiled into every object
+/// that includes it, not one).
 pub fn wants_mutants(record: &CalibratedProblem) -> bool {
+    let p = &record.problem;
     record.exclusion.is_none()
-        && record.problem.language == Language::Python
-        && record.problem.python.is_some()
-        && !(record.targets.is_empty() && record.unique_blocks.is_empty())
+        && match p.language {
+            Language::Python => {
+                p.python.is_some()
+                    && !(record.targets.is_empty() && record.unique_blocks.is_empty())
+            }
+            Language::Cpp => p
+                .cpp
+                .as_ref()
+                .is_some_and(|c| is_translation_unit(Path::new(&c.file_path))),
+        }
 }
 
-/// Draws the sample of at most `max_mutants` mutants of `record`'s focal code (every target's
-/// body and every unique block, [`problem_focus`], on the lines its ground truth reached,
-/// [`reached_lines`]) with the problem's seed (`run_seed` mixed with its id). The focal files
-/// are read from the repository as they are now: calibrate has just run the ground truth on
-/// them.
+/// Draws the sample of at most `max_mutants` mutants of `record`'s focal code (Python: every
+/// target's body and every unique block, [`problem_focus`], on the lines its ground truth
+/// reached, [`reached_lines`]; C++: the focal source on the lines its ground truth covered)
+/// with the problem's seed (`run_seed` mixed with its id). The focal files are read from the
+/// repository as they are now: calibrate has just run the ground truth on them.
 pub fn sample(
     repo: &RepoConfig,
     record: &CalibratedProblem,
     max_mutants: usize,
     run_seed: u64,
 ) -> Result<Sample, MutationError> {
-    let focus = problem_focus(&record.targets, &record.unique_blocks);
+    let language = record.problem.language;
+    let focus = match &record.problem.cpp {
+        Some(cpp) if language == Language::Cpp => {
+            std::iter::once((cpp.file_path.clone(), Focus::Whole)).collect()
+        }
+        _ => problem_focus(&record.targets, &record.unique_blocks),
+    };
     let mut files = Vec::with_capacity(focus.len());
     for (path, focus) in focus {
         let text = std::fs::read_to_string(repo.root.join(&path)).map_err(|source| {
@@ -102,13 +148,19 @@ pub fn sample(
             .find(|f| f.path == path)
             .map(|f| f.lines.clone())
             .unwrap_or_default();
-        let reached = reached_lines(&text, &covered);
+        // gcov reports each line that has code, so a C++ run's covered lines are the lines
+        // it reached.
+        let reached = match language {
+            Language::Python => reached_lines(&text, &covered),
+            Language::Cpp => covered,
+        };
         let focus = match focus {
             Focus::Lines(ranges) => {
                 let lines = LineRanges::from_lines(ranges.iter().flat_map(|&[a, b]| a..=b));
                 let lines = lines.difference(&lines.difference(&reached));
                 Focus::Lines(lines.ranges().to_vec())
             }
+            Focus::Whole => Focus::Lines(reached.ranges().to_vec()),
             other => other,
         };
         if focus != Focus::Lines(Vec::new()) {
@@ -119,27 +171,30 @@ pub fn sample(
         max_mutants,
         seed: problem_seed(run_seed, &record.id),
     };
-    let mutants =
-        mutants(&source_files(&files), &sampling).map_err(|source| MutationError::Mutate {
+    let mutants = mutants(&source_files(&files, language), &sampling).map_err(|source| {
+        MutationError::Mutate {
             id: record.id.clone(),
             source,
-        })?;
+        }
+    })?;
     Ok(Sample {
         id: record.id.clone(),
         sampling,
         files,
         mutants,
+        language,
+        harness: OnceLock::new(),
     })
 }
 
 type FocalFile = (String, String, Focus);
 
-fn source_files(files: &[FocalFile]) -> Vec<SourceFile<'_>> {
+fn source_files(files: &[FocalFile], language: Language) -> Vec<SourceFile<'_>> {
     files
         .iter()
         .map(|(path, text, focus)| SourceFile {
             path,
-            language: Language::Python,
+            language,
             text,
             focus: focus.clone(),
         })
@@ -160,7 +215,7 @@ impl Sample {
         problem_mutants(
             &self.id,
             &self.sampling,
-            &source_files(&self.files),
+            &source_files(&self.files, self.language),
             &self.mutants,
             calibration,
         )
@@ -173,6 +228,8 @@ pub struct MutantRun<'a> {
     pub repo: &'a RepoConfig,
     pub python: PathBuf,
     pub limits: Limits,
+    /// The C++ library builds, shared with the problems' own calibration.
+    pub cache: &'a LibraryCache,
 }
 
 /// Runs `record`'s ground truth, its node id alone, on `mutant` (on the original code for
@@ -185,8 +242,12 @@ pub fn run_ground_truth(
     sandbox: &Sandbox,
     run: &MutantRun<'_>,
     record: &CalibratedProblem,
+    sample: &Sample,
     mutant: Option<&Mutant>,
 ) -> Result<Verdict, MutationError> {
+    if sample.language == Language::Cpp {
+        return run_cpp_ground_truth(sandbox, run, record, sample, mutant);
+    }
     let py = record
         .problem
         .python
@@ -254,4 +315,109 @@ pub fn run_ground_truth(
             reason: format!("pytest ended as {other:?}"),
         },
     })
+}
+
+/// The C++ half of [`run_ground_truth`]: the problem's test file, compiled once per problem,
+/// linked against the library with the mutant's source recompiled in place of its object (the
+/// library as built for the control run), run whole until its first failing test. A failing
+/// test, a crash and a run that ends by a limit kill the mutant; one that does not compile or
+/// link is invalid. The tests that killed it are the failed `Suite.Name`s.
+fn run_cpp_ground_truth(
+    sandbox: &Sandbox,
+    run: &MutantRun<'_>,
+    record: &CalibratedProblem,
+    sample: &Sample,
+    mutant: Option<&Mutant>,
+) -> Result<Verdict, MutationError> {
+    let cpp = record
+        .problem
+        .cpp
+        .as_ref()
+        .expect("wants_mutants took only C++ problems with their part");
+    let harness = sample
+        .harness
+        .get_or_init(|| build_harness(sandbox, run, &cpp.test_path))
+        .as_ref()
+        .map_err(|message| MutationError::Harness {
+            id: record.id.clone(),
+            test: cpp.test_path.clone(),
+            message: message.clone(),
+        })?;
+    let name = || mutant.map_or_else(|| "none (the control run)".into(), |m| m.id.clone());
+    let replaced = mutant.map(|m| Replacement {
+        source: Path::new(&m.path),
+        text: m.text.as_bytes(),
+    });
+    let result = harness
+        .run(sandbox, replaced, &run.limits)
+        .map_err(|source| MutationError::Gtest {
+            id: record.id.clone(),
+            mutant: name(),
+            source,
+        })?;
+    if mutant.is_none() {
+        return match result.outcome {
+            Outcome::Passed => Ok(Verdict::Survived),
+            outcome => Err(MutationError::Control {
+                id: record.id.clone(),
+                outcome: format!("{outcome:?}").to_lowercase(),
+                message: crate::steady_text(&result.message.unwrap_or_default()),
+            }),
+        };
+    }
+    Ok(match result.outcome {
+        Outcome::Passed => Verdict::Survived,
+        Outcome::CompileError => Verdict::Invalid {
+            reason: format!(
+                "does not compile: {}",
+                result.message.as_deref().unwrap_or_default()
+            ),
+        },
+        Outcome::Failed
+        | Outcome::Error
+        | Outcome::Timeout
+        | Outcome::Oom
+        | Outcome::Killed
+        | Outcome::NoTestsRun => Verdict::Killed {
+            tests: result
+                .tests
+                .iter()
+                .filter(|c| matches!(c.outcome, TestOutcome::Failed | TestOutcome::Error))
+                .map(|c| format!("{}.{}", c.classname, c.name))
+                .collect(),
+        },
+        other => Verdict::Invalid {
+            reason: format!("the test binary ended as {other:?}"),
+        },
+    })
+}
+
+/// The problem's ground truth, as the repository holds it, compiled for the mutant runs; or
+/// why it could not be.
+fn build_harness(
+    sandbox: &Sandbox,
+    run: &MutantRun<'_>,
+    test_path: &str,
+) -> Result<MutantHarness, String> {
+    let project = CppProject::from_config(run.repo);
+    let contents = std::fs::read(run.repo.root.join(test_path))
+        .map_err(|e| format!("cannot read {test_path}: {e}"))?;
+    let truth = GtestRun {
+        project: &project,
+        test_file: WriteFile {
+            path: PathBuf::from(test_path),
+            contents,
+        },
+        filter: Vec::new(),
+        limits: run.limits.clone(),
+    };
+    match truth.mutant_harness(sandbox, run.cache) {
+        Ok(Ok(harness)) => Ok(harness),
+        Ok(Err(failed)) => Err(format!(
+            "{:?}: {}",
+            failed.outcome,
+            failed.message.unwrap_or_default()
+        )),
+        Err(e) => Err(e.to_string()),
+    }
 }

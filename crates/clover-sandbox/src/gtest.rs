@@ -141,6 +141,13 @@ impl Default for FastBuild {
 /// Extensions of C++ translation units.
 const CXX_EXTENSIONS: &[&str] = &["cc", "cpp", "cxx", "c++", "C"];
 
+/// Whether `path` names a C++ translation unit (by its extension), as the library's sources
+/// are found.
+pub fn is_translation_unit(path: &Path) -> bool {
+    let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+    CXX_EXTENSIONS.contains(&ext)
+}
+
 /// How to build a C++ repository's library under test and its tests.
 #[derive(Debug, Clone)]
 pub struct CppProject {
@@ -207,9 +214,8 @@ impl CppProject {
         let mut found = Vec::new();
         for dir in &self.source_dirs {
             for rel in walk_files(repo, dir) {
-                let ext = rel.extension().and_then(|e| e.to_str()).unwrap_or("");
                 let path = rel.to_string_lossy();
-                if CXX_EXTENSIONS.contains(&ext)
+                if is_translation_unit(&rel)
                     && !tests.is_match(&path)
                     && !excludes.covers(&path)
                 {

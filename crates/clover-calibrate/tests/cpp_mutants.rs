@@ -1,0 +1,136 @@
+//! `calibrate --mutants` on a C++ problem: the real binary, a small GoogleTest repository of
+//! its own, and the sidecar read back through the wire types. The ground truth is compiled
+//! once; each mutant recompiles the focal source only. A mutant it kills is kept with the
+//! test that killed it, one it cannot tell from the original survives, one that does not
+//! compile is invalid.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use clover_manifest::RepoConfig;
+use clover_protocol::{Problem, ProblemMutants, RecordReader, RecordWriter};
+
+/// `Clamp`'s `v > hi` and `v >= hi` are the same function (at `v == hi` both give `hi`);
+/// `Greet` joins strings, where `+` → `-` does not compile.
+const CALC: &str = "#include \"calc.h\"\n\n\
+int Clamp(int v, int hi) {\n  if (v > hi) return hi;\n  return v;\n}\n\n\
+std::string Greet(const std::string& name) { return \"hi \" + name; }\n";
+
+const TEST: &str = "#include <gtest/gtest.h>\n\n#include \"calc.h\"\n\n\
+TEST(Calc, Clamps) { EXPECT_EQ(Clamp(5, 3), 3); EXPECT_EQ(Clamp(1, 3), 1); }\n\n\
+TEST(Calc, Greets) { EXPECT_EQ(Greet(\"bo\"), \"hi bo\"); }\n";
+
+/// The repository below `dir`, and its problems as extract finds them.
+fn repo(dir: &Path) -> (PathBuf, Vec<Problem>) {
+    let root = dir.join("calc");
+    for (path, text) in [
+        (
+            "clover.toml",
+            "[[repo]]\nname = \"calc\"\npath = \".\"\nlanguage = \"cpp\"\n\
+             source_dirs = [\"src\"]\ntest_dirs = [\"tests\"]\ninclude_dirs = [\"src\"]\n\
+             cxxflags = [\"-std=c++17\", \"-O0\"]\nlink = [\"gtest_main\", \"gtest\", \"pthread\"]\n",
+        ),
+        (
+            "src/calc.h",
+            "#include <string>\n\nint Clamp(int v, int hi);\nstd::string Greet(const std::string& name);\n",
+        ),
+        ("src/calc.cc", CALC),
+        ("tests/calc_test.cc", TEST),
+    ] {
+        let p = root.join(path);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+    let cfg = &RepoConfig::resolve(None, None, Some(&root)).unwrap()[0];
+    let problems = clover_extract::extract(&clover_extract::ExtractOptions::from_repo(cfg))
+        .expect("extract")
+        .problems;
+    (root, problems)
+}
+
+/// Runs calibrate with `--mutants` on `problems`; its stderr and the sidecar's records.
+fn calibrate(dir: &Path, root: &Path, problems: &[Problem]) -> (String, Vec<ProblemMutants>) {
+    let input = dir.join("problems.jsonl");
+    let (mut w, _) = RecordWriter::create(&input, false).unwrap();
+    for p in problems {
+        w.write(p).unwrap();
+    }
+    w.finish().unwrap();
+    let out = dir.join("out.jsonl");
+    let run = Command::new(env!("CARGO_BIN_EXE_clover-calibrate"))
+        .arg(&input)
+        .arg("-o")
+        .arg(&out)
+        .arg("--repo")
+        .arg(root)
+        .arg("--mutants")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&run.stderr).into_owned();
+    assert!(run.status.success(), "calibrate failed: {stderr}");
+    let mut reader =
+        RecordReader::open(Some(&dir.join("out.jsonl.mutants.jsonl")), 1 << 30).unwrap();
+    let mut records = Vec::new();
+    while let Some(r) = reader.next_record::<ProblemMutants>() {
+        records.push(r.unwrap().1);
+    }
+    (stderr, records)
+}
+
+#[test]
+fn the_ground_truth_keeps_the_cpp_mutants_it_kills() {
+    let (Some(()), Some(())) = (clover_testkit::root(), clover_testkit::cpp_toolchain()) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let (root, problems) = repo(dir.path());
+    assert_eq!(problems.len(), 1);
+    let (stderr, records) = calibrate(dir.path(), &root, &problems);
+    assert_eq!(records.len(), 1, "{stderr}");
+    let r = &records[0];
+    assert_eq!(r.id, "calc/src/calc.cc");
+    let kept: Vec<(&str, &str, &[String])> = r
+        .kept
+        .iter()
+        .map(|m| {
+            (
+                m.id.as_str(),
+                m.replacement.as_str(),
+                m.killed_by.as_slice(),
+            )
+        })
+        .collect();
+    // Checked by hand against CALC: `!(v > hi)`, `<=` and `return 0` (either return) change
+    // what Clamp(5, 3) or Clamp(1, 3) gives, `""` what Greet gives.
+    let clamps = ["Calc.Clamps".to_string()];
+    let greets = ["Calc.Greets".to_string()];
+    assert_eq!(
+        kept,
+        [
+            (
+                "src/calc.cc:4:7:negate_condition:0",
+                "!(v > hi)",
+                &clamps[..]
+            ),
+            ("src/calc.cc:4:9:comparison:0", "<=", &clamps[..]),
+            ("src/calc.cc:4:22:return_value:0", "0", &clamps[..]),
+            ("src/calc.cc:5:10:return_value:0", "0", &clamps[..]),
+            ("src/calc.cc:8:53:constant:0", "\"\"", &greets[..]),
+            ("src/calc.cc:8:53:return_value:0", "\"\"", &greets[..]),
+        ],
+        "{stderr}"
+    );
+    // `>` → `>=` is the same function: the ground truth cannot kill it.
+    assert_eq!(r.survived, ["src/calc.cc:4:9:boundary:0"]);
+    // `"hi " - name` does not compile: neither killed nor survived.
+    assert_eq!(r.invalid, ["src/calc.cc:8:59:arithmetic:0"]);
+    assert!(
+        stderr.contains("mutants: 1 problems, 8 sampled, 6 kept, 1 survived, 1 invalid, "),
+        "{stderr}"
+    );
+    // The repository is as it was: every mutant was written into a run's own view.
+    assert_eq!(
+        std::fs::read_to_string(root.join("src/calc.cc")).unwrap(),
+        CALC
+    );
+}
