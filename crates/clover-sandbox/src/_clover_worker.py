@@ -17,8 +17,10 @@ stdout):
                         whatever is left when the runner ends (as the cold supervisor does)
                      H: the runner: limits, its own session, uid/gid 65534 with every
                         capability gone; collects and runs the candidate's targets in the
-                        forked pytest session; writes the JUnit report (pytest's plugin),
-                        the session record (clover's plugin) and the lines coverage.py saw
+                        forked pytest session; writes the JUnit report (pytest's plugin)
+                        and the lines coverage.py saw, and sends the session record
+                        (clover's plugin) through the candidate's report channel, a pipe
+                        only C reads
 
 So each candidate starts from the same state — the one a cold run has reached when it starts
 collecting — and whatever it does to modules, globals or files dies with its processes. The
@@ -148,11 +150,30 @@ class HeadTail:
         }
 
 
+class ChannelBytes:
+    """The first `cap` bytes written into a report channel, the rest counted (as the host
+    keeps a cold run's channel)."""
+
+    def __init__(self, cap):
+        self.cap = cap
+        self.data = bytearray()
+        self.total = 0
+
+    def push(self, b):
+        self.total += len(b)
+        self.data += b[: max(0, self.cap - len(self.data))]
+
+    def answer(self):
+        return {"data": _latin1(bytes(self.data)), "total": self.total}
+
+
 class Zygote:
     def __init__(self, setup):
         self.setup = setup
         self.repo = setup["repo"]
         self.cov = None
+        # Where a candidate's hit lines go (relative to the repository), when it asks.
+        self.coverage_out = None
         # The streams pytest writes to while it configures go nowhere (what goes wrong comes
         # back in the answer), and the channel to the host moves clear of them: no descriptor
         # pytest or a plugin duplicates now (capture, faulthandler) leads to the host.
@@ -261,6 +282,10 @@ class Zygote:
         self.cov.stop()
         if self.setup.get("save_coverage"):
             self.save_coverage()
+        # Before the session ends, where pytest-cov writes a cold run's report: clover's
+        # plugin hashes it into the session record then.
+        if self.coverage_out:
+            self.write_coverage(self.coverage_out)
 
     def compile_sources(self):
         """Bytecode for the package under test, compiled once here into the worker's view (so
@@ -435,6 +460,9 @@ class Zygote:
                 return 0
         out_r, out_fd = os.pipe()
         err_r, err_fd = os.pipe()
+        # The report channel: only the runner writes to it, only C reads it (up to the cap
+        # the request gives).
+        ch_r, ch_fd = os.pipe() if req.get("report_channel") else (None, None)
         for f in req["files"]:
             path = os.path.join(repo, f["path"])
             self._makedirs(os.path.dirname(path))
@@ -451,10 +479,10 @@ class Zygote:
         g = os.fork()
         if g == 0:
             try:
-                os.close(answer_fd)
-                os.close(out_r)
-                os.close(err_r)
-                self.init(req, out_fd, err_fd)
+                for fd in (answer_fd, out_r, err_r, ch_r):
+                    if fd is not None:
+                        os.close(fd)
+                self.init(req, out_fd, err_fd, ch_fd)
             except BaseException:
                 try:
                     os.write(err_fd, traceback.format_exc().encode())
@@ -467,6 +495,9 @@ class Zygote:
         deadline = start + lim["wall_ms"] / 1000.0
         captured = {}
         streams = {out_r: HeadTail(lim["output_bytes"]), err_r: HeadTail(lim["output_bytes"])}
+        if ch_r is not None:
+            os.close(ch_fd)
+            streams[ch_r] = ChannelBytes(req["report_channel"])
         poller = select.poll()
         for fd in streams:
             poller.register(fd, select.POLLIN)
@@ -495,7 +526,7 @@ class Zygote:
                 else:
                     poller.unregister(fd)
                     os.close(fd)
-                    captured[fd == err_r] = streams.pop(fd)
+                    captured[fd] = streams.pop(fd)
         duration = time.monotonic() - start
         answer = {
             "status": status,
@@ -503,8 +534,9 @@ class Zygote:
             "duration_us": int(duration * 1e6),
             "cpu_us": int((rusage.ru_utime + rusage.ru_stime) * 1e6),
             "maxrss_kib": rusage.ru_maxrss,
-            "stdout": captured[False].answer(),
-            "stderr": captured[True].answer(),
+            "stdout": captured[out_r].answer(),
+            "stderr": captured[err_r].answer(),
+            "channel": captured[ch_r].answer() if ch_r is not None else None,
             "files": [self._collect(p, req["collect_max_bytes"]) for p in req["collect"]],
             "disk_full": any(self._full(p) for p in (repo, "/tmp")),
         }
@@ -572,14 +604,14 @@ class Zygote:
 
     # --- G: pid 1 of the candidate's pid namespace -------------------------------------
 
-    def init(self, req, out_fd, err_fd):
+    def init(self, req, out_fd, err_fd, ch_fd):
         _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
         _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "hidepid=2")
         h = os.fork()
         if h == 0:
             code = 3
             try:
-                code = self.runner(req, out_fd, err_fd)
+                code = self.runner(req, out_fd, err_fd, ch_fd)
                 self.exit_as_python_does()
             except SystemExit as e:
                 # An exit handler's own exit, as the interpreter would take it.
@@ -588,8 +620,9 @@ class Zygote:
                 traceback.print_exc()
             finally:
                 os._exit(code)
-        os.close(out_fd)
-        os.close(err_fd)
+        for fd in (out_fd, err_fd, ch_fd):
+            if fd is not None:
+                os.close(fd)
         status = 0
         while True:
             try:
@@ -632,7 +665,7 @@ class Zygote:
             except Exception:
                 pass
 
-    def runner(self, req, out_fd, err_fd):
+    def runner(self, req, out_fd, err_fd, ch_fd):
         _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
         lim = req["limits"]
         null = os.open("/dev/null", os.O_RDONLY)
@@ -664,6 +697,15 @@ class Zygote:
         os.umask(0o022)
         os.environ["HOME"] = "/tmp/home"
         os.chdir(os.path.join(self.repo, req["workdir"]))
+        self.coverage_out = req.get("coverage_out")
+        if ch_fd is not None:
+            # As a cold run's plugin takes its channel when `-p` imports it: before any
+            # conftest or test module of the candidate runs. A worker configured per run has
+            # not imported the plugin yet, and importing it here takes it.
+            os.environ["CLOVER_REPORT_FD"] = str(ch_fd)
+            import _clover_report
+
+            _clover_report.take_channel()
         return self.run_pytest(req)
 
     def own_descriptors(self):
@@ -743,8 +785,6 @@ class Zygote:
                 if e.returncode is not None:
                     session.exitstatus = e.returncode
             config._ensure_unconfigure()
-        if self.cov is not None and req.get("coverage_out"):
-            self.write_coverage(req["coverage_out"])
         return int(session.exitstatus)
 
     def run_pytest_late(self, req):
@@ -754,8 +794,6 @@ class Zygote:
 
         args = list(self.setup["args"]) + list(req["targets"])
         code = pytest.main(args, plugins=[self.start_coverage()])
-        if self.cov is not None and req.get("coverage_out"):
-            self.write_coverage(req["coverage_out"])
         return int(code)
 
     def save_coverage(self):

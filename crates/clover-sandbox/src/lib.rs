@@ -106,7 +106,7 @@ pub use interpreter::{check_python, CheckedInterpreters, InterpreterError, Pytho
 pub use once::OnceMap;
 pub use sandbox::Sandbox;
 pub use spec::{
-    Collected, CollectedFile, ExitStatus, LimitBackend, Limits, RepoView, RunOutput, RunSpec,
-    WriteFile,
+    ChannelBytes, Collected, CollectedFile, ExitStatus, LimitBackend, Limits, RepoView, RunOutput,
+    RunSpec, WriteFile, REPORT_CHANNEL_ENV, REPORT_CHANNEL_FD, REPORT_CHANNEL_MAX_BYTES,
 };
 pub use worker::{ColdReason, WarmPool, WarmRun};

@@ -1,6 +1,7 @@
 //! Running pytest in the sandbox: the command, the binds a Python interpreter needs, the
 //! reports, and the verdict cross-checked between exit status, report and pytest's own record
-//! of its session (written by a trusted plugin, `_clover_report.py`).
+//! of its session (sent by a trusted plugin, `_clover_report.py`, through the run's report
+//! channel, which no file of the run is).
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -8,19 +9,28 @@ use std::path::{Path, PathBuf};
 use clover_protocol::{FileCoverage, LimitHit, LineRanges, Outcome, TestCase, TestOutcome};
 
 use crate::report::{parse_cobertura, parse_junit};
-use crate::spec::{Collected, ExitStatus, Limits, RunOutput, RunSpec, WriteFile};
+use crate::spec::{
+    ChannelBytes, Collected, CollectedFile, ExitStatus, Limits, RunOutput, RunSpec, WriteFile,
+};
 use crate::worker::{ColdReason, WarmRun};
 use crate::{Sandbox, SandboxError, WarmPool};
 
 /// Where reports go, relative to the repository; the sandbox user may write there.
 const OUT_DIR: &str = ".clover-out";
 
-/// The trusted plugin every run loads (`-p`): at the session's end it writes pytest's own
-/// record of the session beside the JUnit report ([`check_session`] reads it back).
+/// The trusted plugin every run loads (`-p`): at the session's end it sends pytest's own
+/// record of the session through the run's report channel ([`check_session`] reads it).
 const PLUGIN: &str = include_str!("_clover_report.py");
 const PLUGIN_MODULE: &str = "_clover_report";
-/// The record's file name; the plugin writes it in the JUnit report's folder.
-const SESSION_RECORD: &str = "session.txt";
+/// The first word of the record's frame, `clover-session LENGTH\n` then the record.
+const RECORD_TAG: &str = "clover-session";
+
+/// The reports a run may write, relative to the repository: the JUnit report, a cold run's
+/// Cobertura XML and a warm run's hit lines. The plugin hashes each into the session record
+/// (`$CLOVER_REPORTS`), so that one rewritten after it does not pass for pytest's.
+fn reports() -> [String; 3] {
+    ["junit.xml", "coverage.xml", "coverage.json"].map(|f| format!("{OUT_DIR}/{f}"))
+}
 
 /// The coverage.py settings of a run that measures `sources` (folders relative to the
 /// repository), to be passed as `--cov --cov-config=FILE`; the repository's own coverage
@@ -114,7 +124,7 @@ fn pytest_args() -> Vec<String> {
     ]
     .into_iter()
     .map(String::from)
-    .chain([format!("--junitxml={OUT_DIR}/junit.xml")])
+    .chain([format!("--junitxml={}", reports()[0])])
     .collect()
 }
 
@@ -131,7 +141,7 @@ enum CoverageReport {
 impl PytestRun {
     /// The sandbox run this pytest invocation is.
     pub fn spec(&self) -> RunSpec {
-        let cov = format!("{OUT_DIR}/coverage.xml");
+        let [junit, cov, _] = reports();
         let mut argv: Vec<OsString> =
             vec![self.python.clone().into(), "-m".into(), "pytest".into()];
         argv.extend(pytest_args().into_iter().map(OsString::from));
@@ -146,11 +156,7 @@ impl PytestRun {
         argv.extend(self.targets.iter().map(OsString::from));
         let mut spec = self.base_spec(argv);
         spec.files.extend(self.files.iter().cloned());
-        spec.collect = vec![
-            format!("{OUT_DIR}/junit.xml").into(),
-            cov.into(),
-            format!("{OUT_DIR}/{SESSION_RECORD}").into(),
-        ];
+        spec.collect = vec![junit.into(), cov.into()];
         spec
     }
 
@@ -170,6 +176,7 @@ impl PytestRun {
         }
         spec.binds = python_binds(&self.python);
         spec.writable_dirs = vec![OUT_DIR.into()];
+        spec.report_channel = true;
         spec.limits = self.limits.clone();
         let mut env = vec![("COVERAGE_FILE".into(), "/tmp/.coverage".into())];
         if let Some(bin) = self.python.parent() {
@@ -186,6 +193,7 @@ impl PytestRun {
         }
         env.extend(self.env.iter().filter(|(k, _)| k != "PYTHONPATH").cloned());
         env.push(("PYTHONPATH".into(), python_path));
+        env.push(("CLOVER_REPORTS".into(), reports().join(":").into()));
         spec.env = env;
         spec
     }
@@ -206,12 +214,8 @@ impl PytestRun {
         if self.cov_contexts {
             return self.run(sandbox);
         }
-        let cov_out = format!("{OUT_DIR}/coverage.json");
-        let collect: Vec<PathBuf> = vec![
-            format!("{OUT_DIR}/junit.xml").into(),
-            cov_out.clone().into(),
-            format!("{OUT_DIR}/{SESSION_RECORD}").into(),
-        ];
+        let [junit, _, cov_out] = reports();
+        let collect: Vec<PathBuf> = vec![junit.into(), cov_out.clone().into()];
         let writable = [PathBuf::from(OUT_DIR)];
         let base = self.base_spec(Vec::new());
         let mut run = WarmRun {
@@ -253,7 +257,6 @@ impl PytestRun {
             .repo
             .canonicalize()
             .unwrap_or_else(|_| self.repo.clone());
-        let junit = run.files.first().and_then(|f| f.content.bytes());
         let (tests, report_problem) = match run.files.first().map(|f| &f.content) {
             Some(Collected::Read { bytes, .. }) => match parse_junit(bytes) {
                 Ok(t) => (Some(t), None),
@@ -286,11 +289,10 @@ impl PytestRun {
         let (mut outcome, mut message) = judge(run.exit, run.limit_hit, tests.as_deref());
         // A report the judge would take is taken only if pytest's own record of the session
         // vouches for it; a limit or a signal already decided the verdict.
-        if let (None, ExitStatus::Code(code), Some(tests), Some(junit)) =
-            (run.limit_hit, run.exit, &tests, junit)
-        {
-            let record = run.files.get(2).and_then(|f| f.content.bytes());
-            if let Err(problem) = check_session(code, junit, tests, record) {
+        if let (None, ExitStatus::Code(code), Some(tests)) = (run.limit_hit, run.exit, &tests) {
+            let checked = session_record(run.channel.as_ref())
+                .and_then(|record| check_session(code, &run.files, tests, record));
+            if let Err(problem) = checked {
                 outcome = Outcome::Error;
                 message = Some(problem);
             }
@@ -355,18 +357,56 @@ pub fn judge(
     }
 }
 
-/// Whether pytest's own record of its session (written by the trusted plugin at the very end,
-/// `record`) vouches for a JUnit report (`junit`, parsed as `tests`) of a run that exited
-/// with `code`: the record exists (else the session never ended: `os._exit`, a killed
-/// reporter), its exit status is the process's (an `atexit` handler that exits otherwise
-/// shows), the report's bytes are those the record hashed (a rewritten report), and the
-/// report holds the tests pytest saw, by outcome, with none left unfinished.
+/// The session record in what a run wrote into its report channel: nothing (the session
+/// never ended), or exactly one frame, `clover-session LENGTH\n` and LENGTH bytes. Bytes
+/// before or after it, a second frame, a frame cut short or a channel that overflowed mean
+/// that something besides the plugin wrote into the channel: the run is not believed.
+fn session_record(channel: Option<&ChannelBytes>) -> Result<Option<&[u8]>, String> {
+    let Some(channel) = channel else {
+        return Err("the run had no report channel".into());
+    };
+    let bytes = channel.bytes.as_slice();
+    if channel.total == 0 {
+        return Ok(None);
+    }
+    let stray = || {
+        format!(
+            "the report channel holds {} bytes that are not one session record",
+            channel.total
+        )
+    };
+    if channel.total != bytes.len() as u64 {
+        return Err(stray());
+    }
+    let header_end = bytes.iter().position(|&b| b == b'\n').ok_or_else(stray)?;
+    let header = std::str::from_utf8(&bytes[..header_end]).map_err(|_| stray())?;
+    let length = header
+        .strip_prefix(RECORD_TAG)
+        .and_then(|rest| rest.strip_prefix(' '))
+        .filter(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+        .and_then(|n| n.parse::<usize>().ok())
+        .ok_or_else(stray)?;
+    let body = &bytes[header_end + 1..];
+    if body.len() != length {
+        return Err(stray());
+    }
+    Ok(Some(body))
+}
+
+/// Whether pytest's own record of its session (sent by the trusted plugin at the very end,
+/// `record`) vouches for the reports of a run that exited with `code` (`reports`, the files
+/// read back, the JUnit report first, parsed as `tests`): the record exists (else the session
+/// never ended: `os._exit`, a killed reporter), its exit status is the process's (an `atexit`
+/// handler that exits otherwise shows), every report's bytes are those the record hashed,
+/// and a report that is not there was not there for the plugin either (a report rewritten,
+/// planted or removed after the session ended), and the JUnit report holds the tests pytest
+/// saw, by outcome, with none left unfinished.
 ///
-/// A test runs in pytest's process and could forge the record as well; this catches the
-/// forgeries that do not know of it, the screen the constructs that would.
+/// A test runs in pytest's process and could reach the channel and forge the record as well;
+/// this catches the forgeries that do not, the screen the constructs that would.
 pub fn check_session(
     code: i32,
-    junit: &[u8],
+    reports: &[CollectedFile],
     tests: &[TestCase],
     record: Option<&[u8]>,
 ) -> Result<(), String> {
@@ -390,8 +430,25 @@ pub fn check_session(
             "pytest ended its session with exit code {status} but the process exited with {code}"
         ));
     }
-    if field("junit_sha256").as_deref() != Some(sha256_hex(junit).as_str()) {
-        return Err("the report is not the one pytest wrote (its hash differs)".into());
+    for report in reports {
+        let path = report.path.to_string_lossy();
+        let hashed = record.lines().find_map(|l| {
+            let (p, hash) = l.strip_prefix("sha256 ")?.rsplit_once(' ')?;
+            (p == path).then_some(hash)
+        });
+        let Some(hashed) = hashed else {
+            return Err(format!("the session record does not vouch for {path}"));
+        };
+        let same = match &report.content {
+            Collected::Read { bytes, .. } => sha256_hex(bytes) == hashed,
+            Collected::Missing => hashed == "none",
+            Collected::Refused(_) => false,
+        };
+        if !same {
+            return Err(format!(
+                "{path} is not the one pytest left at the end of its session (its hash differs)"
+            ));
+        }
     }
     // One outcome per test name, ranked as `parse_junit` ranks the problems of a case: a
     // failing call and a failing teardown are one failed test in the report and the record.
@@ -542,29 +599,93 @@ mod tests {
     fn a_report_is_taken_only_when_the_session_record_vouches_for_it() {
         use TestOutcome as T;
         let junit = b"<testsuite/>";
+        let reports = [
+            CollectedFile {
+                path: ".clover-out/junit.xml".into(),
+                content: Collected::Read {
+                    bytes: junit.to_vec(),
+                    truncated: false,
+                },
+            },
+            CollectedFile {
+                path: ".clover-out/coverage.xml".into(),
+                content: Collected::Missing,
+            },
+        ];
         let tests = [t(T::Passed)];
-        let record = |status: i32, hash: &str, passed: i32, unfinished: i32| {
+        let hash = sha256_hex(junit);
+        let record = |status: i32, hash: &str, coverage: &str, passed: i32, unfinished: i32| {
             format!(
-                "exitstatus {status}\njunit_sha256 {hash}\npassed {passed}\nskipped 0\n\
-                 failed 0\nerror 0\nunfinished {unfinished}\n"
+                "exitstatus {status}\npassed {passed}\nskipped 0\nfailed 0\nerror 0\n\
+                 unfinished {unfinished}\nsha256 .clover-out/junit.xml {hash}\n\
+                 sha256 .clover-out/coverage.xml {coverage}\n"
             )
         };
-        let hash = sha256_hex(junit);
-        let ok = record(0, &hash, 1, 0);
-        assert_eq!(check_session(0, junit, &tests, Some(ok.as_bytes())), Ok(()));
+        let ok = record(0, &hash, "none", 1, 0);
+        assert_eq!(
+            check_session(0, &reports, &tests, Some(ok.as_bytes())),
+            Ok(())
+        );
         let problem =
-            |r: Option<&str>| check_session(0, junit, &tests, r.map(str::as_bytes)).unwrap_err();
+            |r: Option<&str>| check_session(0, &reports, &tests, r.map(str::as_bytes)).unwrap_err();
         assert!(problem(None).contains("not completed by pytest"));
-        assert!(problem(Some(&record(1, &hash, 1, 0))).contains("exit code 1"));
-        assert!(problem(Some(&record(0, "00", 1, 0))).contains("hash differs"));
-        assert!(problem(Some(&record(0, &hash, 2, 0))).contains("pytest saw 2 passed"));
-        assert!(problem(Some(&record(0, &hash, 1, 1))).contains("never finished"));
+        assert!(problem(Some(&record(1, &hash, "none", 1, 0))).contains("exit code 1"));
+        let rewritten = problem(Some(&record(0, "00", "none", 1, 0)));
+        assert!(
+            rewritten.contains("junit.xml is not the one"),
+            "{rewritten}"
+        );
+        // A coverage report planted after the session ended, or one removed.
+        let planted = problem(Some(&record(0, &hash, &sha256_hex(b""), 1, 0)));
+        assert!(planted.contains("coverage.xml is not the one"), "{planted}");
+        let unvouched = problem(Some(
+            &ok.replace("sha256 .clover-out/coverage.xml none\n", ""),
+        ));
+        assert!(unvouched.contains("does not vouch for .clover-out/coverage.xml"));
+        assert!(problem(Some(&record(0, &hash, "none", 2, 0))).contains("pytest saw 2 passed"));
+        assert!(problem(Some(&record(0, &hash, "none", 1, 1))).contains("never finished"));
         // A failing call and a failing teardown are two cases of one test.
         let twice = [t(T::Failed), t(T::Error)];
-        let r =
-            "exitstatus 1\njunit_sha256 H\npassed 0\nskipped 0\nfailed 1\nerror 0\nunfinished 0\n"
-                .replace('H', &hash);
-        assert_eq!(check_session(1, junit, &twice, Some(r.as_bytes())), Ok(()));
+        let r = record(1, &hash, "none", 0, 0).replace("failed 0", "failed 1");
+        assert_eq!(
+            check_session(1, &reports, &twice, Some(r.as_bytes())),
+            Ok(())
+        );
+    }
+
+    #[test]
+    fn the_channel_must_hold_one_record_and_nothing_else() {
+        let channel = |bytes: &[u8]| {
+            let mut c = ChannelBytes::default();
+            c.push(bytes);
+            c
+        };
+        let one = channel(b"clover-session 5\nabcde");
+        assert_eq!(session_record(Some(&one)), Ok(Some(&b"abcde"[..])));
+        assert_eq!(session_record(Some(&channel(b""))), Ok(None));
+        assert!(session_record(None).is_err());
+        for bad in [
+            &b"x"[..],
+            b"garbageclover-session 5\nabcde",
+            b"clover-session 5\nabcdeclover-session 5\nabcde",
+            b"clover-session 5\nabc",
+            b"clover-session +5\nabcde",
+            b"clover-session 5",
+            b"clover-session\n",
+        ] {
+            let problem = session_record(Some(&channel(bad))).unwrap_err();
+            assert!(problem.contains("not one session record"), "{problem}");
+        }
+        // More than the cap: what was kept may look like a record; what was dropped was not.
+        let mut flood = channel(b"clover-session 5\nabcde");
+        flood.total += 1;
+        assert!(session_record(Some(&flood)).is_err());
+        let mut big = vec![b'x'; crate::spec::REPORT_CHANNEL_MAX_BYTES + 10];
+        let head = b"clover-session 5\n";
+        big[..head.len()].copy_from_slice(head);
+        let big = channel(&big);
+        assert_eq!(big.bytes.len(), crate::spec::REPORT_CHANNEL_MAX_BYTES);
+        assert!(session_record(Some(&big)).is_err());
     }
 
     #[test]

@@ -17,7 +17,10 @@ use crate::error::SandboxError;
 use crate::fs::{self as sfs, Layout, RootOps, HOME};
 use crate::limits::{rlimits, CgroupStats, Cgroups, RunCgroup};
 use crate::spawn::{self, cstring, ChildPlan, ExecPlan, StartError};
-use crate::spec::{CollectedFile, ExitStatus, LimitBackend, Limits, RepoView, RunOutput, RunSpec};
+use crate::spec::{
+    CollectedFile, ExitStatus, LimitBackend, Limits, RepoView, RunOutput, RunSpec,
+    REPORT_CHANNEL_ENV, REPORT_CHANNEL_FD,
+};
 
 /// Host uids handed to runs start here: far above the uids of real accounts and of the usual
 /// subordinate-uid ranges, and each run gets its own so RLIMIT_NPROC counts only that run.
@@ -504,6 +507,7 @@ impl Sandbox {
             repo_view: view,
             limit_backend: self.shared.cgroups.backend(),
             host_uid,
+            channel: spec.report_channel.then_some(fin.channel),
         })
     }
 }
@@ -689,7 +693,13 @@ pub(crate) fn environment(extra: &[(OsString, OsString)]) -> BTreeMap<OsString, 
 }
 
 fn exec_plan(spec: &RunSpec, repo: &Path, backend: LimitBackend) -> Result<ExecPlan, SandboxError> {
-    let env = environment(&spec.env);
+    let mut env = environment(&spec.env);
+    if spec.report_channel {
+        env.insert(
+            REPORT_CHANNEL_ENV.into(),
+            REPORT_CHANNEL_FD.to_string().into(),
+        );
+    }
     let argv0 = spec.argv[0].as_bytes();
     let exec_candidates = if argv0.contains(&b'/') {
         vec![cstring("command", argv0)?]
@@ -729,6 +739,7 @@ fn exec_plan(spec: &RunSpec, repo: &Path, backend: LimitBackend) -> Result<ExecP
             .collect::<Result<_, _>>()?,
         rlimits: rlimits(&spec.limits, backend),
         privileged: false,
+        report_channel: spec.report_channel,
     })
 }
 

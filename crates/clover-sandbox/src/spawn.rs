@@ -29,6 +29,7 @@ use std::time::{Duration, Instant};
 
 use crate::capture::{Captured, HeadTail};
 use crate::error::SandboxError;
+use crate::spec::{ChannelBytes, REPORT_CHANNEL_FD};
 
 /// The uid and gid of the payload inside the sandbox.
 pub(crate) const SANDBOX_ID: u32 = 65534;
@@ -314,6 +315,9 @@ pub(crate) struct ExecPlan {
     /// on the host): the warm worker, which makes a namespace of its own for every child it
     /// runs a candidate in, and drops them in that child. Everything else still applies.
     pub(crate) privileged: bool,
+    /// The payload gets the write end of the report channel on [`REPORT_CHANNEL_FD`]
+    /// ([`crate::RunSpec::report_channel`]); otherwise exec closes it.
+    pub(crate) report_channel: bool,
 }
 
 const MAX_RLIMITS: usize = 16;
@@ -334,6 +338,7 @@ struct ExecHeader {
     rlimit_count: usize,
     rlimits: [[u64; 3]; MAX_RLIMITS],
     privileged: usize,
+    report_channel: usize,
 }
 
 /// A `MAP_SHARED` anonymous mapping shared by the caller and its supervisor (and, until it
@@ -432,6 +437,7 @@ impl ExecArea {
             rlimit_count: plan.rlimits.len(),
             rlimits,
             privileged: usize::from(plan.privileged),
+            report_channel: usize::from(plan.report_channel),
         };
         // SAFETY: the mapping is page-aligned and larger than the header.
         unsafe { (self.ptr as *mut ExecHeader).write(header) };
@@ -453,6 +459,8 @@ struct ChildFds {
     stdin: RawFd,
     out: RawFd,
     err: RawFd,
+    /// The write end of the report channel.
+    channel: RawFd,
 }
 
 fn errno() -> i32 {
@@ -694,6 +702,7 @@ unsafe fn supervisor(plan: &ChildPlan, exec: *const ExecHeader, fds: ChildFds) -
             fds.stdin,
             fds.out,
             fds.err,
+            fds.channel,
             plan.keep_fd.unwrap_or(fds.ctl),
         ]);
         // The caller writes our uid/gid maps and moves us into the run's cgroups first.
@@ -728,6 +737,8 @@ unsafe fn supervisor(plan: &ChildPlan, exec: *const ExecHeader, fds: ChildFds) -
         libc::close(fds.out);
         libc::close(fds.err);
         libc::close(fds.stdin);
+        // Only the payload writes to the channel: its end of file is the run's end.
+        libc::close(fds.channel);
         let mut payload_status: libc::c_int = 0;
         loop {
             let mut st: libc::c_int = 0;
@@ -766,14 +777,17 @@ unsafe fn supervisor(plan: &ChildPlan, exec: *const ExecHeader, fds: ChildFds) -
 unsafe fn payload(exec: *const ExecHeader, fds: ChildFds) -> ! {
     // SAFETY: only syscalls on prepared data.
     unsafe {
-        // The control and status pipes are used after stdio is set up: keep them clear of 0..2
-        // (a caller without stdin could have them there).
+        // The control and status pipes and the channel are used after stdio is set up: keep
+        // them clear of 0..2 (a caller without stdin could have them there), and of the
+        // channel's own number, which is taken last.
+        let low = REPORT_CHANNEL_FD + 1;
         let fds = ChildFds {
-            ctl: libc::fcntl(fds.ctl, libc::F_DUPFD_CLOEXEC, 3),
-            status: libc::fcntl(fds.status, libc::F_DUPFD_CLOEXEC, 3),
+            ctl: libc::fcntl(fds.ctl, libc::F_DUPFD_CLOEXEC, low),
+            status: libc::fcntl(fds.status, libc::F_DUPFD_CLOEXEC, low),
+            channel: libc::fcntl(fds.channel, libc::F_DUPFD_CLOEXEC, low),
             ..fds
         };
-        if fds.ctl < 0 || fds.status < 0 {
+        if fds.ctl < 0 || fds.status < 0 || fds.channel < 0 {
             libc::_exit(127);
         }
         let fail = |e: i32| -> ! {
@@ -836,7 +850,7 @@ unsafe fn payload(exec: *const ExecHeader, fds: ChildFds) -> ! {
         libc::umask(0o022);
         // Move the three streams clear of 0..2 first so no dup2 overwrites another source.
         let srcs =
-            [fds.stdin, fds.out, fds.err].map(|fd| libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 3));
+            [fds.stdin, fds.out, fds.err].map(|fd| libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, low));
         for (target, src) in srcs.iter().enumerate() {
             if *src < 0 || libc::dup2(*src, target as i32) < 0 {
                 fail(errno());
@@ -861,6 +875,11 @@ unsafe fn payload(exec: *const ExecHeader, fds: ChildFds) -> ! {
             libc::c_uint::MAX,
             CLOSE_RANGE_CLOEXEC,
         );
+        // dup2 leaves the new descriptor open across exec; what was on that number before is
+        // an inherited copy nothing uses.
+        if plan.report_channel != 0 && libc::dup2(fds.channel, REPORT_CHANNEL_FD) < 0 {
+            fail(errno());
+        }
         if libc::chdir(plan.workdir) != 0 {
             fail(errno());
         }
@@ -922,6 +941,8 @@ pub(crate) struct Running {
     status: OwnedFd,
     out: OwnedFd,
     err: OwnedFd,
+    /// The read end of the report channel.
+    channel: OwnedFd,
     /// The write end of the payload's stdin, when it is a pipe.
     stdin: Option<OwnedFd>,
     exec: ExecArea,
@@ -943,6 +964,8 @@ pub(crate) struct Finished {
     pub(crate) timed_out: bool,
     pub(crate) stdout: Captured,
     pub(crate) stderr: Captured,
+    /// What the run wrote into its report channel.
+    pub(crate) channel: ChannelBytes,
     pub(crate) duration: Duration,
     pub(crate) cpu_time: Duration,
 }
@@ -1042,6 +1065,9 @@ pub(crate) fn start(
     let (status_r, status_w) = pipe()?;
     let (out_r, out_w) = pipe()?;
     let (err_r, err_w) = pipe()?;
+    // Made for every run (a pipe costs next to nothing, and a prepared supervisor does not
+    // know its command yet); exec closes it in a payload that was not given it.
+    let (channel_r, channel_w) = pipe()?;
     // The payload's stdin: nothing, or (for a worker) a pipe the caller writes requests to.
     let (devnull, stdin_w) = if stdin_pipe {
         let (r, w) = pipe()?;
@@ -1057,6 +1083,7 @@ pub(crate) fn start(
         stdin: devnull.as_raw_fd(),
         out: out_w.as_raw_fd(),
         err: err_w.as_raw_fd(),
+        channel: channel_w.as_raw_fd(),
     };
     let mut flags = libc::CLONE_NEWUSER
         | libc::CLONE_NEWNS
@@ -1098,11 +1125,12 @@ pub(crate) fn start(
         status: status_r,
         out: out_r,
         err: err_r,
+        channel: channel_r,
         stdin: stdin_w,
         exec,
         reaped: false,
     };
-    drop((ctl_r, status_w, out_w, err_w, devnull));
+    drop((ctl_r, status_w, out_w, err_w, channel_w, devnull));
     // Inside: 0 is host root (for building the root), 65534 is the run's own host uid.
     let map = format!("0 0 1\n{SANDBOX_ID} {host_uid} 1\n");
     for file in ["uid_map", "gid_map"] {
@@ -1238,7 +1266,7 @@ impl Running {
         output_cap: usize,
     ) -> Result<Finished, SandboxError> {
         self.exec.write(plan)?;
-        for fd in [&self.out, &self.err] {
+        for fd in [&self.out, &self.err, &self.channel] {
             // SAFETY: fd is a valid open descriptor.
             unsafe {
                 let fl = libc::fcntl(fd.as_raw_fd(), libc::F_GETFL);
@@ -1250,8 +1278,9 @@ impl Running {
         let deadline = start + wall;
         let mut out = HeadTail::new(output_cap);
         let mut err = HeadTail::new(output_cap);
+        let mut channel = ChannelBytes::default();
         let mut status_buf = Vec::new();
-        let mut open = [true; 3];
+        let mut open = [true; 4];
         let mut timed_out = false;
         let mut done: Option<[u64; 5]> = None;
         let mut exec_error = None;
@@ -1259,7 +1288,7 @@ impl Running {
         let mut scratch = Vec::with_capacity(65536);
         // Once DONE is in, every process of the run is gone (the supervisor reaped them) and
         // the supervisor is on its way out: its exit is not waited for here (see `Finished`).
-        while open[1] || open[2] || (open[0] && done.is_none()) {
+        while open[1] || open[2] || open[3] || (open[0] && done.is_none()) {
             let now = Instant::now();
             if !timed_out && now >= deadline && done.is_none() {
                 self.kill_and_signal_only();
@@ -1277,6 +1306,7 @@ impl Running {
                 self.status.as_raw_fd(),
                 self.out.as_raw_fd(),
                 self.err.as_raw_fd(),
+                self.channel.as_raw_fd(),
             ];
             let mut pfds: Vec<libc::pollfd> = raw
                 .iter()
@@ -1333,8 +1363,11 @@ impl Running {
                             }
                             usize::MAX => break,
                             _ => {
-                                let sink = if i == 1 { &mut out } else { &mut err };
-                                sink.push(&scratch);
+                                match i {
+                                    1 => out.push(&scratch),
+                                    2 => err.push(&scratch),
+                                    _ => channel.push(&scratch),
+                                }
                                 if scratch.len() < 4096 {
                                     break;
                                 }
@@ -1362,6 +1395,7 @@ impl Running {
             timed_out,
             stdout: out.finish(),
             stderr: err.finish(),
+            channel,
             duration: end.unwrap_or_else(Instant::now) - start,
             cpu_time: Duration::from_micros(done.map_or(0, |d| d[2])),
         })

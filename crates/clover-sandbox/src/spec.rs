@@ -87,7 +87,20 @@ pub struct RunSpec {
     /// symlinks, at most `collect_max_bytes` each.
     pub collect: Vec<PathBuf>,
     pub collect_max_bytes: u64,
+    /// Gives the payload the write end of a pipe that only the host reads: descriptor
+    /// [`REPORT_CHANNEL_FD`], named in `$CLOVER_REPORT_FD`. What a trusted part of the run
+    /// (clover's pytest plugin) says there cannot be written by path into the run's files,
+    /// as a report can; [`RunOutput::channel`] holds it.
+    pub report_channel: bool,
 }
+
+/// The descriptor a run with [`RunSpec::report_channel`] finds its channel on.
+pub const REPORT_CHANNEL_FD: i32 = 3;
+/// The variable that names it (a warm worker's candidate has it elsewhere).
+pub const REPORT_CHANNEL_ENV: &str = "CLOVER_REPORT_FD";
+/// Bytes kept of what a run writes into its channel; the rest is counted only. A record is a
+/// few hundred bytes.
+pub const REPORT_CHANNEL_MAX_BYTES: usize = 64 * 1024;
 
 impl RunSpec {
     /// A run of `argv` in the repository root with default limits.
@@ -106,6 +119,7 @@ impl RunSpec {
             limits: Limits::default(),
             collect: Vec::new(),
             collect_max_bytes: 64 * 1024 * 1024,
+            report_channel: false,
         }
     }
 }
@@ -209,6 +223,26 @@ pub struct RunOutput {
     pub limit_backend: LimitBackend,
     /// The host uid the sandbox user (65534 inside) was mapped to for this run.
     pub host_uid: u32,
+    /// What the run wrote into its report channel, when it had one.
+    pub channel: Option<ChannelBytes>,
+}
+
+/// What a run wrote into its report channel: every byte, up to
+/// [`REPORT_CHANNEL_MAX_BYTES`], in the order written by every writer.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ChannelBytes {
+    pub bytes: Vec<u8>,
+    /// All that was written, counted (more than `bytes` holds when the cap cut it).
+    pub total: u64,
+}
+
+impl ChannelBytes {
+    /// Adds what was read, keeping at most the cap.
+    pub(crate) fn push(&mut self, data: &[u8]) {
+        let room = REPORT_CHANNEL_MAX_BYTES.saturating_sub(self.bytes.len());
+        self.bytes.extend_from_slice(&data[..data.len().min(room)]);
+        self.total += data.len() as u64;
+    }
 }
 
 impl RunOutput {

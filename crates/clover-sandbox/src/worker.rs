@@ -13,6 +13,9 @@
 //!
 //! The verdict is made from what the child reports exactly as a cold run's: the JUnit report
 //! and pytest's session record, cross-checked with the exit status ([`crate::pytest`]). The
+//! record comes through a report channel of the candidate's own, as a cold run's does: a
+//! pipe the candidate's supervisor reads and passes on in its answer, whose write end the
+//! runner hands to clover's plugin before pytest starts. The
 //! lines coverage.py saw are read in the child (coverage.py's own analysis, the lines its
 //! XML report marks as hit) instead of through a Cobertura file. A candidate the worker
 //! cannot serve — no overlay, a worker that would not start, died, or a target whose pytest
@@ -30,7 +33,10 @@ use serde_json::{json, Value};
 
 use crate::capture::HeadTail;
 use crate::sandbox::{decide_limit, WorkerProcess};
-use crate::spec::{Collected, CollectedFile, ExitStatus, Limits, RepoView, RunOutput, RunSpec};
+use crate::spec::{
+    ChannelBytes, Collected, CollectedFile, ExitStatus, Limits, RepoView, RunOutput, RunSpec,
+    REPORT_CHANNEL_MAX_BYTES,
+};
 use crate::{Sandbox, WriteFile};
 
 /// The worker's program, written into its view beside clover's pytest plugin.
@@ -160,6 +166,8 @@ struct Request<'a> {
     collect_max_bytes: u64,
     coverage_out: Option<&'a str>,
     limits: &'a Limits,
+    /// The candidate gets a report channel ([`RunSpec::report_channel`]).
+    report_channel: bool,
 }
 
 impl WarmPool {
@@ -258,6 +266,9 @@ impl WarmPool {
             }
             spec.env.retain(|(k, _)| k != "PYTHONPATH");
             spec.env.push(("PYTHONPATH".into(), python_path));
+            // Each candidate has a report channel of its own, made in the worker; one the
+            // worker's interpreter had would be shared by every candidate.
+            spec.report_channel = false;
             // The worker lives as long as the pool; each candidate has its own limits.
             spec.limits.wall = Duration::from_secs(u64::from(u32::MAX));
             spec.limits.cpu_secs = u64::from(u32::MAX);
@@ -274,6 +285,7 @@ impl WarmPool {
             collect_max_bytes: base.collect_max_bytes,
             coverage_out: run.coverage_lines,
             limits,
+            report_channel: base.report_channel,
         };
         self.serve(sandbox, &key, spec, &req)
     }
@@ -351,6 +363,8 @@ impl Worker {
             "collect": req.collect.iter().map(|p| p.to_string_lossy()).collect::<Vec<_>>(),
             "collect_max_bytes": req.collect_max_bytes,
             "coverage_out": req.coverage_out,
+            // The channel's cap, or none.
+            "report_channel": req.report_channel.then_some(REPORT_CHANNEL_MAX_BYTES),
             "limits": {
                 "wall_ms": l.wall.as_millis() as u64,
                 "cpu_secs": l.cpu_secs,
@@ -418,6 +432,16 @@ impl Worker {
             repo_view: RepoView::Overlay,
             limit_backend: self.process.backend,
             host_uid: self.process.host_uid,
+            channel: req.report_channel.then(|| {
+                let mut channel = ChannelBytes::default();
+                let bytes = from_latin1(answer["channel"]["data"].as_str().unwrap_or_default());
+                channel.push(&bytes);
+                // What the worker read but did not keep is counted as written.
+                channel.total = channel
+                    .total
+                    .max(answer["channel"]["total"].as_u64().unwrap_or(0));
+                channel
+            }),
         })
     }
 

@@ -760,9 +760,9 @@ fn the_callers_keyring_is_out_of_reach_and_runs_share_no_keys() {
 }
 
 /// A candidate test file run by real pytest in the case's repository, without coverage.
-fn run_pytest(c: &Case, sb: &Sandbox, test: &str) -> Option<PytestResult> {
-    let python = clover_testkit::python()?;
-    let run = PytestRun {
+/// `test` as `test_attack.py` of the case's repository, measuring `cov_sources`.
+fn attack(c: &Case, python: PathBuf, test: &str, cov_sources: &[&str]) -> PytestRun {
+    PytestRun {
         repo: c.repo.path().to_path_buf(),
         python,
         targets: vec!["test_attack.py".into()],
@@ -770,11 +770,15 @@ fn run_pytest(c: &Case, sb: &Sandbox, test: &str) -> Option<PytestResult> {
             path: "test_attack.py".into(),
             contents: test.as_bytes().to_vec(),
         }],
-        cov_sources: vec![],
+        cov_sources: cov_sources.iter().map(|s| s.to_string()).collect(),
         cov_contexts: false,
         env: vec![],
         limits: Limits::default(),
-    };
+    }
+}
+
+fn run_pytest(c: &Case, sb: &Sandbox, test: &str) -> Option<PytestResult> {
+    let run = attack(c, clover_testkit::python()?, test, &[]);
     let r = run.run(sb).expect("the run is carried out");
     c.assert_contained(&r.run);
     Some(r)
@@ -999,15 +1003,153 @@ fn forge(test: &str) -> Option<(PytestResult, Vec<clover_screen::Finding>)> {
     let sb = sandbox()?;
     let c = Case::new();
     let r = run_pytest(&c, sb, test)?;
+    show("", &r);
+    Some((r, clover_screen::screen_python(test)))
+}
+
+fn show(label: &str, r: &PytestResult) {
     eprintln!(
-        "outcome {:?} message {:?} exit {:?}\nstdout: {}\nstderr: {}",
+        "{label}outcome {:?} message {:?} exit {:?}\nstdout: {}\nstderr: {}",
         r.outcome,
         r.message,
         r.run.exit,
         r.run.stdout.tail(2000),
         r.run.stderr.tail(2000)
     );
-    Some((r, clover_screen::screen_python(test)))
+}
+
+/// `test` run cold and in a warm worker (which must serve it, not send it cold), each in a
+/// fresh copy of the small repository, with the screen off, measuring `cov_sources`.
+fn forge_cold_and_warm(test: &str, cov_sources: &[&str]) -> Option<[PytestResult; 2]> {
+    let sb = sandbox()?;
+    let python = clover_testkit::python()?;
+    let pool = clover_sandbox::WarmPool::new();
+    let results = [false, true].map(|warm| {
+        let c = Case::new();
+        let run = attack(&c, python.clone(), test, cov_sources);
+        let r = if warm {
+            run.run_warm(sb, &pool)
+        } else {
+            run.run(sb)
+        }
+        .expect("the run is carried out");
+        c.assert_contained(&r.run);
+        show(&format!("warm {warm}: "), &r);
+        if warm {
+            assert!(
+                r.message.as_deref().is_none_or(|m| !m.contains("ran cold")),
+                "{:?}",
+                r.message
+            );
+        }
+        r
+    });
+    Some(results)
+}
+
+/// A test that knows the session record's format writes a consistent one by path where the
+/// plugin once wrote it (`.clover-out/session.txt`), beside a forged report whose hash it
+/// holds, and ends with `os._exit(0)`: the record the host reads comes through the report
+/// channel, not from a file of the run, so there is none and the report is not taken.
+#[test]
+fn a_consistent_record_written_by_path_is_not_a_pass() {
+    let test = format!(
+        "import hashlib, os\n\n\
+         REPORT = '{FORGED_JUNIT}'\n\n\
+         def test_false():\n    \
+             os.makedirs('.clover-out', exist_ok=True)\n    \
+             with open('.clover-out/junit.xml', 'w') as f:\n        \
+                 f.write(REPORT)\n    \
+             digest = hashlib.sha256(REPORT.encode()).hexdigest()\n    \
+             with open('.clover-out/session.txt', 'w') as f:\n        \
+                 f.write('exitstatus 0\\njunit_sha256 %s\\npassed 1\\nskipped 0\\n'\n                \
+                         'error 0\\nfailed 0\\nunfinished 0\\n' % digest)\n    \
+             os._exit(0)\n    \
+             assert 1 == 2\n"
+    );
+    let Some(results) = forge_cold_and_warm(&test, &[]) else {
+        return;
+    };
+    for r in results {
+        assert_eq!(r.run.exit, ExitStatus::Code(0));
+        assert_eq!(
+            r.tests.len(),
+            1,
+            "the forged report was read: {:?}",
+            r.tests
+        );
+        assert_eq!(r.tests[0].outcome, clover_protocol::TestOutcome::Passed);
+        assert_eq!(r.outcome, Outcome::Error, "{:?}", r.message);
+        let message = r.message.unwrap_or_default();
+        assert!(message.contains("no session record"), "{message}");
+    }
+}
+
+/// Bytes a test writes into the report channel itself (it found the plugin's descriptor),
+/// before the plugin's record or as a second record of its own, make the run an error
+/// whatever the record says: only one record, and nothing else, is believed.
+#[test]
+fn anything_a_test_writes_into_the_report_channel_is_an_error() {
+    // `\\n` is a newline once Python reads the bytes literal: the body holds none.
+    let frame = |body: &str| format!("clover-session {}\\n{body}", body.len());
+    for (what, bytes) in [
+        ("garbage", "garbage".to_string()),
+        ("a second record", frame("exitstatus 0")),
+    ] {
+        let test = format!(
+            "import os\n\
+             import _clover_report\n\n\
+             def test_true():\n    \
+                 os.write(_clover_report._channel, b'{bytes}')\n    \
+                 assert 1 == 1\n"
+        );
+        let Some(results) = forge_cold_and_warm(&test, &[]) else {
+            return;
+        };
+        for r in results {
+            assert_eq!(r.run.exit, ExitStatus::Code(0), "{what}");
+            assert_eq!(r.tests.len(), 1, "{what}: {:?}", r.tests);
+            assert_eq!(r.outcome, Outcome::Error, "{what}: {:?}", r.message);
+            let message = r.message.unwrap_or_default();
+            assert!(message.contains("report channel"), "{what}: {message}");
+        }
+    }
+}
+
+/// An `atexit` handler that changes the coverage report (a cold run's Cobertura XML, a warm
+/// run's hit lines) once pytest's session has ended: the session record hashed the report
+/// pytest-cov or the worker wrote, so the run is not believed.
+#[test]
+fn a_coverage_report_changed_after_the_session_is_not_believed() {
+    let test = "import atexit, os\n\
+                from pkg import mod\n\n\
+                def grow():\n    \
+                    for name in ('coverage.xml', 'coverage.json'):\n        \
+                        path = os.path.join('.clover-out', name)\n        \
+                        if os.path.exists(path):\n            \
+                            with open(path, 'a') as f:\n                \
+                                f.write(' ')\n\n\
+                atexit.register(grow)\n\n\
+                def test_true():\n    \
+                    assert mod.X == 1\n";
+    let Some(results) = forge_cold_and_warm(test, &["pkg"]) else {
+        return;
+    };
+    for (r, report) in results.into_iter().zip(["coverage.xml", "coverage.json"]) {
+        assert_eq!(r.run.exit, ExitStatus::Code(0));
+        assert_eq!(r.outcome, Outcome::Error, "{report}: {:?}", r.message);
+        let message = r.message.unwrap_or_default();
+        assert!(
+            message.contains(&format!("{report} is not the one pytest left")),
+            "{message}"
+        );
+        // The report itself still reads: the run is refused for what it did, not its syntax.
+        assert!(
+            r.coverage.iter().any(|f| f.path == "pkg/mod.py"),
+            "{report}: {:?}",
+            r.coverage
+        );
+    }
 }
 
 /// A report written by hand, then `os._exit(0)`: pytest never ended its session, so there is

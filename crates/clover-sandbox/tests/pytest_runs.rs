@@ -184,8 +184,9 @@ fn tampered_reports_are_never_believed() {
     assert!(r.tests.is_empty() && r.coverage.is_empty());
 
     // The JUnit report stays; the coverage report is replaced by one naming files outside the
-    // repository, a path through `..`, and a symlink planted beside the sources: only the
-    // repository's own file is counted, and no host file is read.
+    // repository, a path through `..`, and a symlink planted beside the sources: the run is
+    // not believed (the report is not the one pytest's session record hashed), and of the
+    // report only the repository's own file is counted, and no host file is read.
     let forged = r#"    os.symlink('/etc/shadow', os.path.join(os.getcwd(), 'src', 'calc', 'link.py'))
     open(os.path.join(out, 'coverage.xml'), 'w').write('''<?xml version="1.0" ?>
 <coverage version="7"><sources><source></source></sources><packages><package name="x"><classes>
@@ -195,7 +196,14 @@ fn tampered_reports_are_never_believed() {
 <class name="d" filename="src/calc/__init__.py"><lines><line number="3" hits="1"/></lines></class>
 </classes></package></packages></coverage>''')"#;
     let r = run(&py, tampering(forged), "tests/test_tamper.py").unwrap();
-    assert_eq!(r.outcome, Outcome::Passed, "{:?}", r.message);
+    assert_eq!(r.outcome, Outcome::Error, "{:?}", r.message);
+    assert!(
+        r.message
+            .as_deref()
+            .is_some_and(|m| m.contains("coverage.xml is not the one pytest left")),
+        "{:?}",
+        r.message
+    );
     let paths: Vec<&str> = r.coverage.iter().map(|c| c.path.as_str()).collect();
     assert_eq!(paths, ["src/calc/__init__.py"], "{:?}", r.coverage);
     // The forged report is the one read (the real one covers more than line 3).
