@@ -1136,17 +1136,63 @@ fn a_function_body_run_at_import_is_no_block_and_no_call() {
 
     // A copied-operand candidate, `assert True` in the test's place, run as sandbox-run runs
     // a candidate: it covers the body's import-time lines and nothing else of the target, and
-    // no line of any block calibrate offers.
+    // no line of a block calibrate offers.
+    let copied = copied_operand_coverage(r, &fixture);
+    let free = lines_in(&copied, "src/a/table.py");
+    assert!(free.contains(&2) && free.contains(&7), "{free:?}");
+    let span = clover_protocol::LineRanges::from_lines(target.start_line..=target.end_line);
+    let called: Vec<u32> = span
+        .difference(&target.import_lines)
+        .iter()
+        .filter(|l| free.contains(l))
+        .collect();
+    assert_eq!(called, [] as [u32; 0], "assert True calls the target");
+    for record in records.values() {
+        assert_no_block_is_free(record, &copied_operand_coverage(record, &fixture));
+    }
+}
+
+/// A test's fixtures and setup run for the empty test too (a class's `setup_method` here):
+/// what the empty test covers is no unique block, though no peer covers it.
+#[test]
+fn lines_the_empty_test_runs_make_no_unique_block() {
+    let problems = pyedge("test_described.py");
+    assert_eq!(problems.len(), 2);
+    let Some((records, stderr, _)) = calibrate_pyedge(&problems, 1) else {
+        return;
+    };
+    let r = &records["pyedge/tests/test_described.py::TestDescribed::test_text"];
+    assert!(r.exclusion.is_none(), "{:?} {stderr}", r.exclusion);
+    let described: Vec<u32> = (23..=27).collect();
+    assert_eq!(lines_in(&r.base, "src/a/table.py"), described);
+    assert_eq!(lines_in(&r.empty, "src/a/table.py"), described);
+    assert_eq!(r.unique_blocks, vec![], "{:?}", r.unique_blocks);
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/pyedge");
+    let copied = copied_operand_coverage(r, &fixture);
+    assert!(lines_in(&copied, "src/a/table.py").ends_with(&described));
+    assert_no_block_is_free(r, &copied);
+}
+
+/// The lines a candidate that is the problem file with `assert True` in the test's place
+/// covers, run as sandbox-run runs a candidate (a fresh process, the whole run measured).
+fn copied_operand_coverage(r: &CalibratedProblem, fixture: &Path) -> Vec<FileCoverage> {
     let p = r.problem.python.as_ref().unwrap();
+    let def = p
+        .declaration
+        .lines()
+        .find(|l| l.trim_start().starts_with("def "))
+        .unwrap();
+    let indent = &def[..def.len() - def.trim_start().len()];
+    let this = if p.class.is_some() { "self" } else { "" };
     let candidate = p.problem_text.replace(
         &format!("{}{}", p.declaration, p.body),
-        "def test_copied():\n    assert True\n",
+        &format!("{indent}def test_copied({this}):\n{indent}    assert True\n"),
     );
     assert_ne!(candidate, p.problem_text);
-    let repo = &RepoConfig::resolve(None, None, Some(&fixture)).unwrap()[0];
+    let repo = &RepoConfig::resolve(None, None, Some(fixture)).unwrap()[0];
     let run = clover_sandbox::pytest::PytestRun {
         repo: repo.root.clone(),
-        python,
+        python: clover_testkit::python().unwrap(),
         targets: vec![p.problem_file.clone()],
         files: vec![clover_sandbox::WriteFile {
             path: PathBuf::from(&p.problem_file),
@@ -1162,24 +1208,16 @@ fn a_function_body_run_at_import_is_no_block_and_no_call() {
         limits: clover_sandbox::Limits::default(),
     };
     let ran = run.run(&clover_sandbox::Sandbox::new().unwrap()).unwrap();
-    assert_eq!(ran.outcome, Outcome::Passed, "{:?}", ran.message);
-    let copied = table(&ran.coverage);
-    assert!(copied.contains(&2) && copied.contains(&7), "{copied:?}");
-    let span = clover_protocol::LineRanges::from_lines(target.start_line..=target.end_line);
-    let called: Vec<u32> = span
-        .difference(&target.import_lines)
-        .iter()
-        .filter(|l| copied.contains(l))
-        .collect();
-    assert_eq!(called, [] as [u32; 0], "assert True calls the target");
-    for record in records.values() {
-        for block in &record.unique_blocks {
-            let free: Vec<u32> = block
-                .lines
-                .iter()
-                .filter(|l| block.path == "src/a/table.py" && copied.contains(l))
-                .collect();
-            assert_eq!(free, [] as [u32; 0], "{}: {block:?}", record.id);
-        }
+    assert_eq!(ran.outcome, Outcome::Passed, "{}: {:?}", r.id, ran.message);
+    ran.coverage
+}
+
+/// No line of a block of `r` is among `covered`: a candidate that covers them gets no credit
+/// it did not earn.
+fn assert_no_block_is_free(r: &CalibratedProblem, covered: &[FileCoverage]) {
+    for block in &r.unique_blocks {
+        let covered = lines_in(covered, &block.path);
+        let free: Vec<u32> = block.lines.iter().filter(|l| covered.contains(l)).collect();
+        assert_eq!(free, [] as [u32; 0], "{}: {block:?}", r.id);
     }
 }

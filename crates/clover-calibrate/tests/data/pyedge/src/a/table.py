@@ -17,3 +17,11 @@ SQUARES = build_table(3)
 
 def square(n):
     return SQUARES[n]
+
+
+def describe(table):
+    keys = sorted(k for k in table if k != "total")
+    first = keys[0]
+    last = keys[-1]
+    count = len(keys)
+    return f"{count} keys, {first} to {last}"
