@@ -44,10 +44,11 @@ pub struct Cli {
     #[arg(long)]
     pub cold: bool,
     /// Calibrate's mutants sidecar (`clover calibrate --mutants`, OUTPUT.mutants.jsonl): each
-    /// Python candidate that passes is run again against every kept mutant of its instance's
-    /// focus (Task II: its target's body; Task III: its blocks), each in a fresh view with the
-    /// mutated file over the original, pytest stopping at the first failing test; the result's
-    /// `mutation` says how many it killed. Task I and C++ have no pass.
+    /// candidate that passes is run again against every kept mutant of its instance's focus
+    /// (Task II: its target's body; Task III: its blocks; C++: the focal source, only it
+    /// recompiled), each in a fresh view with the mutated file over the original, stopping at
+    /// the first failing test; the result's `mutation` says how many it killed. Task I has no
+    /// pass.
     #[arg(long, value_name = "SIDECAR", conflicts_with = "test_file")]
     pub mutation: Option<PathBuf>,
     /// Direct mode: the test file to run. Inside the repository it runs where it is;

@@ -25,8 +25,10 @@
 //! `mutation` counts the mutants killed (the run did not pass) by operator. A mutant of a
 //! module the repository's conftests import runs in a warm worker that configures pytest per
 //! run (a configured one has executed the original); one no worker can serve runs cold and
-//! is counted so. C++ is not mutated: the GoogleTest runner builds the library
-//! under test from the repository as it stands, with no way to put a mutated source in.
+//! is counted so. A C++ candidate that passes runs against the kept mutants of its
+//! problem's focal source (the whole source: a C++ instance answers for it), its test file
+//! compiled once and each mutant's source alone compiled again and linked
+//! ([`mutation::run_cpp`]).
 //!
 //! It deliberately decides no verdict of its own: outcomes come from the runner's judges
 //! (`clover_sandbox::pytest::judge`, the GoogleTest runner), and metrics are score's.
@@ -580,13 +582,22 @@ impl<'a> ResponseRunner<'a> {
                 (r.run, r.outcome, r.tests, r.coverage, r.message)
             }
             Language::Cpp => {
-                let r = GtestRun {
+                let gtest = GtestRun {
                     project: &repo.cpp,
                     test_file: file,
                     filter: response.exec.selectors.clone(),
                     limits,
+                };
+                let r = gtest.run(self.sandbox, &self.cache)?;
+                if r.outcome == Outcome::Passed && !mutants.is_empty() {
+                    mutation = Some(mutation::run_cpp(
+                        self.sandbox,
+                        &self.cache,
+                        &gtest,
+                        &cfg.root,
+                        mutants,
+                    )?);
                 }
-                .run(self.sandbox, &self.cache)?;
                 (r.run, r.outcome, r.tests, r.coverage, r.message)
             }
         };
@@ -627,14 +638,7 @@ impl<'a> ResponseRunner<'a> {
         let mut verdicts = Vec::with_capacity(mutants.len());
         let mut cold = 0;
         for m in mutants {
-            let source = std::fs::read_to_string(cfg.root.join(&m.path)).map_err(|source| {
-                ResponseError::MutantSource {
-                    id: m.id.clone(),
-                    path: m.path.clone(),
-                    source,
-                }
-            })?;
-            let mutated = clover_mutate::apply(m, &source)?;
+            let mutated = mutation::mutated_text(&cfg.root, m)?;
             let run = PytestRun {
                 files: vec![
                     candidate.clone(),

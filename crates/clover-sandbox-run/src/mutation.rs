@@ -6,17 +6,31 @@
 //! together (`clover_mutate::problem_focus`); an instance asks about one part of it, so only
 //! the mutants inside its own focus count: Task II its target's body (the target's lines
 //! without its `import_lines`), Task III its blocks. Task I asks for one operand and is scored
-//! on its verdict, and C++ is not mutated here (the GoogleTest runner builds the library under
-//! test from the repository as it is), so neither has a pass.
+//! on its verdict, so it has no pass.
+//!
+//! A C++ problem's mutants are all of its focal source, and a C++ instance answers for the
+//! whole source: the chunks of a long source are joined into one test file before they run
+//! (`ResponseRunner::run_file`), and that file's tests are the answer for every chunk. A lone
+//! chunk's response run by itself ([`crate::ResponseRunner::run`]) has no pass: its span is
+//! in lines of the comment-stripped code, not of the file the mutants are placed in. A
+//! passing C++ candidate runs against each mutant through
+//! `clover_sandbox::gtest::MutantHarness` ([`run_cpp`]): compiled once, then per mutant only
+//! the focal source is compiled again and linked, and the binary stops at its first failing
+//! test.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
+use std::time::Instant;
 
 use clover_protocol::{
-    KeptMutant, Language, LineRanges, Mutation, OperatorKills, ProblemMutants, RecordError,
-    RecordReader, Response, Task,
+    KeptMutant, Language, LineRanges, Mutation, OperatorKills, Outcome, ProblemMutants,
+    RecordError, RecordReader, Response, Task,
 };
+use clover_sandbox::gtest::{GtestRun, LibraryCache, Replacement};
+use clover_sandbox::Sandbox;
 use serde::Deserialize;
+
+use crate::ResponseError;
 
 /// Why the sidecar cannot be read: the stage does not start.
 #[derive(Debug, thiserror::Error)]
@@ -74,14 +88,15 @@ impl Sidecar {
     }
 
     /// The kept mutants `response`'s candidate answers for, in the sidecar's order; `None`
-    /// when no pass applies (no record for the problem, Task I, C++, a focus the instance
-    /// does not state).
+    /// when no pass applies (no record for the problem, Task I, a lone C++ chunk, a focus the
+    /// instance does not state).
     pub fn for_response(&self, response: &Response, language: Language) -> Option<Vec<KeptMutant>> {
-        if language != Language::Python {
-            return None;
-        }
         let problem = self.problem_of(&response.instance_id)?;
-        let focus = Focus::of(response.task, &response.scoring)?;
+        let focus = match language {
+            Language::Python => Focus::of(response.task, &response.scoring)?,
+            Language::Cpp if response.chunk().is_none() => Focus::Whole,
+            Language::Cpp => return None,
+        };
         Some(
             problem
                 .kept
@@ -94,9 +109,10 @@ impl Sidecar {
 }
 
 /// An instance's focus as its `scoring` states it (pack-context writes `target` for Task II
-/// and `blocks` for Task III).
+/// and `blocks` for Task III), or a C++ instance's whole focal source.
 enum Focus {
     Lines(Vec<(String, LineRanges)>),
+    Whole,
 }
 
 #[derive(Deserialize)]
@@ -129,11 +145,62 @@ impl Focus {
     }
 
     fn holds(&self, path: &str, line: u32) -> bool {
-        let Focus::Lines(regions) = self;
-        regions
-            .iter()
-            .any(|(p, lines)| p == path && lines.contains(line))
+        match self {
+            Focus::Lines(regions) => regions
+                .iter()
+                .any(|(p, lines)| p == path && lines.contains(line)),
+            // Calibrate mutates the focal source only.
+            Focus::Whole => true,
+        }
     }
+}
+
+/// The text of `m`'s file with the mutant in it: the file as the repository at `root` holds
+/// it, which must be the one calibrate mutated.
+pub(crate) fn mutated_text(root: &Path, m: &KeptMutant) -> Result<String, ResponseError> {
+    let source = std::fs::read_to_string(root.join(&m.path)).map_err(|source| {
+        ResponseError::MutantSource {
+            id: m.id.clone(),
+            path: m.path.clone(),
+            source,
+        }
+    })?;
+    Ok(clover_mutate::apply(m, &source)?)
+}
+
+/// Runs a C++ candidate that passed (`candidate`, as it ran) against each of `mutants`, whose
+/// sources are read from `root`: the candidate's test file is compiled once, then each mutant
+/// recompiles its source alone and relinks, in a fresh view, the binary stopping at its first
+/// failing test. The candidate kills a mutant it does not pass on; one that does not compile
+/// (calibrate kept only mutants that did) counts as not run.
+pub(crate) fn run_cpp(
+    sandbox: &Sandbox,
+    cache: &LibraryCache,
+    candidate: &GtestRun<'_>,
+    root: &Path,
+    mutants: &[KeptMutant],
+) -> Result<Mutation, ResponseError> {
+    let started = Instant::now();
+    let harness = match candidate.mutant_harness(sandbox, cache)? {
+        Ok(h) => h,
+        // It compiled for its own run a moment ago: whatever failed now ran none of them.
+        Err(_) => return Ok(unrun(mutants)),
+    };
+    let mut verdicts = Vec::with_capacity(mutants.len());
+    for m in mutants {
+        let mutated = mutated_text(root, m)?;
+        let replaced = Replacement {
+            source: Path::new(&m.path),
+            text: mutated.as_bytes(),
+        };
+        let r = harness.run(sandbox, Some(replaced), &candidate.limits)?;
+        let verdict = match r.outcome {
+            Outcome::CompileError => None,
+            outcome => Some(outcome != Outcome::Passed),
+        };
+        verdicts.push((m, verdict));
+    }
+    Ok(tally(verdicts, 0, started.elapsed().as_secs_f64()))
 }
 
 /// The pass of a candidate that ran none of `mutants` (it did not pass on the original code,
@@ -264,7 +331,22 @@ mod tests {
                 "b.py:5:1:arithmetic:0".into()
             ])
         );
-        assert_eq!(ids(s.for_response(&t3, Language::Cpp)), None);
+        // C++: the whole focal source (every kept mutant), unless a lone chunk asks.
+        assert_eq!(
+            ids(s.for_response(&t3, Language::Cpp)).map(|m| m.len()),
+            Some(4)
+        );
+        let mut chunk = t3.clone();
+        chunk
+            .scoring
+            .insert("chunk_index".into(), serde_json::json!(1));
+        chunk
+            .scoring
+            .insert("chunk_count".into(), serde_json::json!(2));
+        chunk
+            .scoring
+            .insert("join".into(), serde_json::json!("append"));
+        assert_eq!(ids(s.for_response(&chunk, Language::Cpp)), None);
         let t1 = response(Task::AssertionCloze, json!({}));
         assert_eq!(ids(s.for_response(&t1, Language::Python)), None);
         let mut other = t3.clone();
