@@ -880,7 +880,7 @@ fn chart_metrics(task: Task) -> &'static [&'static str] {
             MUTATION_SCORE,
         ],
         Task::CoverageTest => &["execution_rate", "success_rate", MUTATION_SCORE],
-        Task::CppUnitTest => &["compile_rate", "pass_rate", "success_rate"],
+        Task::CppUnitTest => &["compile_rate", "pass_rate", "success_rate", MUTATION_SCORE],
     }
 }
 
@@ -895,7 +895,7 @@ const METRIC_LEGEND: &[(&str, &str)] = &[
     ("compile_rate", "C++: the candidate test file compiled."),
     ("pass_rate", "C++: the candidate test file compiled and passed."),
     ("focal_coverage_vs_gt", "C++: the share of the focal lines the ground truth covers that the candidate covers, averaged."),
-    ("mutation_score", "Tasks II and III with sandbox-run --mutation: of the mutants of the instance's focus that the ground truth kills (calibrate --mutants), the share the model's test kills, pooled over the row; a test that fails on the original code kills none. The ground truth scores 100% by construction."),
+    ("mutation_score", "Tasks II, III and C++ with sandbox-run --mutation: of the mutants of the instance's focus (C++: the focal source) that the ground truth kills (calibrate --mutants), the share the model's test kills, pooled over the row; a test that fails on the original code kills none. The ground truth scores 100% by construction."),
     ("no_code_rate", "No code could be read from the answer."),
     ("rejected_rate", "The screen for reward hacking refused to run the candidate (a failed execution)."),
     ("error_rate", "The API call failed (outcome api_error); over all n, and left out of every other rate's denominator."),

@@ -1499,6 +1499,41 @@ fn the_mutation_score_is_a_column_with_kill_rates_by_operator() {
     assert!(!table.contains("mutation_score"), "{table}");
 }
 
+/// C++ rows carry the mutation score too (sandbox-run's pass over the focal source's kept
+/// mutants): the oracle 100%, a test without assertions 0%, in the JSON and the table.
+#[test]
+fn cpp_rows_show_the_mutation_score() {
+    let dir = tempfile::tempdir().unwrap();
+    let cpp = |model: &str, killed: u32| {
+        let mut r = mutated(model, "cppfix/src/a.cc", Outcome::Passed, 4, killed);
+        r.task = Some(Task::CppUnitTest);
+        r.instance_id = "cppfix/src/a.cc#cpp_unit_test#po".into();
+        r.id = format!("{}@{model}", r.instance_id);
+        r.scoring = serde_json::from_value(
+            json!({"focal_source": "src/a.cc", "focal_coverage": [[1, 10]]}),
+        )
+        .unwrap();
+        r
+    };
+    let rs = [cpp("oracle", 4), cpp("assert_true", 0)];
+    let path = write_jsonl(&dir.path().join("results.jsonl"), &rs);
+    let (out, stderr, code) = score(&["--format", "json", path.as_str()]);
+    assert_eq!(code, 0, "{stderr}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    let rows = v["rows"].as_array().unwrap();
+    let score_of = |model: &str| {
+        row(rows, model, "cpp_unit_test", "po", "*")["metrics"]["mutation_score"].as_f64()
+    };
+    assert_eq!(
+        (score_of("oracle"), score_of("assert_true")),
+        (Some(1.0), Some(0.0))
+    );
+    let (table, _, code) = score(&["--format", "table", path.as_str()]);
+    assert_eq!(code, 0);
+    let header = table.lines().find(|l| l.starts_with("| model |")).unwrap();
+    assert!(header.contains("| mutation_score |"), "{header}");
+}
+
 /// Judge-only results (outcome `judge_only`: calibrate could not run the pair's ground
 /// truth) are judged like any other pair and counted so, but are in no execution row: a
 /// model is not charged with a run that never happened, nor credited with one.
