@@ -22,7 +22,7 @@ use clover_mutate::{
     Sampling, SourceFile, Verdict,
 };
 use clover_protocol::{
-    CalibratedProblem, Language, LineRanges, Outcome, ProblemMutants, TestOutcome,
+    CalibratedProblem, Language, LineRanges, Outcome, ProblemMutants, TestCase, TestOutcome,
 };
 use clover_sandbox::gtest::{
     is_translation_unit, CppProject, GtestRun, LibraryCache, LibraryError, MutantHarness,
@@ -283,36 +283,59 @@ pub fn run_ground_truth(
             mutant: mutant.map_or_else(|| "none (the control run)".into(), |m| m.id.clone()),
             source,
         })?;
+    verdict_of(
+        record,
+        mutant,
+        result.outcome,
+        result.message,
+        &result.tests,
+        |c| node_of_case(c, &[py.problem_file.as_str()]),
+    )
+}
+
+/// What a run on `mutant` says of it (`None`: the control run, which must pass: the verdict
+/// the mutants' runs are measured against). A run that does not pass as the original did
+/// kills the mutant, and the tests that failed (named by `name`) killed it; one whose mutant
+/// does not compile is invalid.
+fn verdict_of(
+    record: &CalibratedProblem,
+    mutant: Option<&Mutant>,
+    outcome: Outcome,
+    message: Option<String>,
+    tests: &[TestCase],
+    name: impl Fn(&TestCase) -> Option<String>,
+) -> Result<Verdict, MutationError> {
     if mutant.is_none() {
-        // The control run: the verdict the mutants' runs are measured against.
-        return match result.outcome {
+        return match outcome {
             Outcome::Passed => Ok(Verdict::Survived),
             outcome => Err(MutationError::Control {
                 id: record.id.clone(),
                 outcome: format!("{outcome:?}").to_lowercase(),
-                message: crate::steady_text(&result.message.unwrap_or_default()),
+                message: crate::steady_text(&message.unwrap_or_default()),
             }),
         };
     }
-    Ok(match result.outcome {
+    Ok(match outcome {
         Outcome::Passed => Verdict::Survived,
+        Outcome::CompileError => Verdict::Invalid {
+            reason: format!("does not compile: {}", message.unwrap_or_default()),
+        },
         Outcome::Failed
         | Outcome::Error
         | Outcome::Timeout
         | Outcome::Oom
         | Outcome::Killed
         | Outcome::NoTestsRun => {
-            let mut tests: Vec<String> = result
-                .tests
+            let mut tests: Vec<String> = tests
                 .iter()
                 .filter(|c| matches!(c.outcome, TestOutcome::Failed | TestOutcome::Error))
-                .filter_map(|c| node_of_case(c, &[py.problem_file.as_str()]))
+                .filter_map(name)
                 .collect();
             tests.dedup();
             Verdict::Killed { tests }
         }
         other => Verdict::Invalid {
-            reason: format!("pytest ended as {other:?}"),
+            reason: format!("the run ended as {other:?}"),
         },
     })
 }
@@ -355,41 +378,14 @@ fn run_cpp_ground_truth(
             mutant: name(),
             source,
         })?;
-    if mutant.is_none() {
-        return match result.outcome {
-            Outcome::Passed => Ok(Verdict::Survived),
-            outcome => Err(MutationError::Control {
-                id: record.id.clone(),
-                outcome: format!("{outcome:?}").to_lowercase(),
-                message: crate::steady_text(&result.message.unwrap_or_default()),
-            }),
-        };
-    }
-    Ok(match result.outcome {
-        Outcome::Passed => Verdict::Survived,
-        Outcome::CompileError => Verdict::Invalid {
-            reason: format!(
-                "does not compile: {}",
-                result.message.as_deref().unwrap_or_default()
-            ),
-        },
-        Outcome::Failed
-        | Outcome::Error
-        | Outcome::Timeout
-        | Outcome::Oom
-        | Outcome::Killed
-        | Outcome::NoTestsRun => Verdict::Killed {
-            tests: result
-                .tests
-                .iter()
-                .filter(|c| matches!(c.outcome, TestOutcome::Failed | TestOutcome::Error))
-                .map(|c| format!("{}.{}", c.classname, c.name))
-                .collect(),
-        },
-        other => Verdict::Invalid {
-            reason: format!("the test binary ended as {other:?}"),
-        },
-    })
+    verdict_of(
+        record,
+        mutant,
+        result.outcome,
+        result.message,
+        &result.tests,
+        |c| Some(format!("{}.{}", c.classname, c.name)),
+    )
 }
 
 /// The problem's ground truth, as the repository holds it, compiled for the mutant runs; or
