@@ -1085,6 +1085,49 @@ fn a_consistent_record_written_by_path_is_not_a_pass() {
     }
 }
 
+/// The report channel is the plugin's alone once pytest has imported it: its variable is gone,
+/// the descriptor the run was given (fd 3) is closed, and the one the plugin holds is the
+/// only descriptor of that pipe in the process and is not inherited by a child the test
+/// starts (even one started with `close_fds=False`). Cold and warm.
+#[test]
+fn the_report_channel_is_the_plugins_alone() {
+    let test = r#"import os, stat, subprocess, sys
+import _clover_report
+
+
+def pipes(ino):
+    """The descriptors of this process that are the pipe with inode `ino`."""
+    found = []
+    for name in os.listdir('/proc/self/fd'):
+        try:
+            st = os.fstat(int(name))
+        except OSError:
+            continue
+        if stat.S_ISFIFO(st.st_mode) and st.st_ino == ino:
+            found.append(int(name))
+    return found
+
+
+def test_private():
+    assert 'CLOVER_REPORT_FD' not in os.environ
+    channel = _clover_report._channel
+    assert channel is not None and not os.get_inheritable(channel)
+    ino = os.fstat(channel).st_ino
+    assert pipes(ino) == [channel]
+    child = subprocess.run(
+        [sys.executable, '-c', 'import test_attack; print(test_attack.pipes(%d))' % ino],
+        capture_output=True, text=True, close_fds=False,
+    )
+    assert child.stdout.strip() == '[]', child
+"#;
+    let Some(results) = forge_cold_and_warm(test, &[]) else {
+        return;
+    };
+    for r in results {
+        assert_eq!(r.outcome, Outcome::Passed, "{:?}", r.message);
+    }
+}
+
 /// Bytes a test writes into the report channel itself (it found the plugin's descriptor),
 /// before the plugin's record or as a second record of its own, make the run an error
 /// whatever the record says: only one record, and nothing else, is believed.
