@@ -42,6 +42,13 @@
 //! compiles: the library under test once per repository (cached by a hash of its sources and
 //! flags), each candidate against it, all inside the sandbox.
 //!
+//! A report file is a file of the run's view, which the payload can write like any other. So
+//! what vouches for a report travels otherwise: a run with [`RunSpec::report_channel`] gets
+//! the write end of a pipe only the host reads ([`RunOutput::channel`]), and a pytest run's
+//! trusted plugin sends pytest's own record of its session there (exit status, tests by
+//! outcome, a hash of each report); a run is believed only when the channel holds exactly that
+//! one record and it agrees with the reports and the exit code ([`pytest::check_session`]).
+//!
 //! # Embedding it
 //!
 //! The runner is a library of its own: it depends on the wire types and the manifest, on no
