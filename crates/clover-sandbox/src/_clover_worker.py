@@ -167,6 +167,66 @@ class ChannelBytes:
         return {"data": _latin1(bytes(self.data)), "total": self.total}
 
 
+CO_NEWLOCALS = 0x0002
+
+
+def _code_key(code):
+    return (code.co_filename, getattr(code, "co_qualname", code.co_name), code.co_firstlineno)
+
+
+class Unpatchable(Exception):
+    pass
+
+
+def _nested(code):
+    return [c for c in code.co_consts if isinstance(c, type(code))]
+
+
+def _own(code):
+    """The code object with the code objects it defines named instead of held, and without
+    its positions: a definition's end column is its last line's, which a mutant there moves,
+    and the positions of code that has already run only show in its tracebacks."""
+    return code.replace(
+        co_linetable=b"",
+        co_consts=tuple(
+            ("<code>",) + _code_key(c)[1:] if isinstance(c, type(code)) else c
+            for c in code.co_consts
+        ),
+    )
+
+
+def plan_patch(filename, old, new):
+    """How a module already imported from `old` (source bytes) becomes one imported from
+    `new`, when the two differ only inside function bodies: (old code, new code, whether the
+    function's own code differs) for each function whose code differs. Anything else that
+    differs (module level, a class body, a default, a decorator, the shape of the
+    definitions) ran at import and raises Unpatchable."""
+    old = compile(old, filename, "exec", dont_inherit=True)
+    new = compile(new, filename, "exec", dont_inherit=True)
+    out = []
+
+    def walk(o, n, ran_at_import):
+        if ran_at_import and _own(o) != _own(n):
+            raise Unpatchable("code run at import differs (%s)" % _code_key(o)[1])
+        olds, news = _nested(o), _nested(n)
+        if len(olds) != len(news) or any(
+            _code_key(a)[1:] != _code_key(b)[1:] for a, b in zip(olds, news)
+        ):
+            raise Unpatchable("the definitions differ")
+        for co, cn in zip(olds, news):
+            if co == cn:
+                continue
+            body = not (co.co_flags & CO_NEWLOCALS)  # a class body, run at import
+            if not body:
+                if co.co_freevars != cn.co_freevars:
+                    raise Unpatchable("the free variables of %s differ" % _code_key(co)[1])
+                out.append((co, cn, _own(co) != _own(cn)))
+            walk(co, cn, body)
+
+    walk(old, new, True)
+    return out
+
+
 class Zygote:
     def __init__(self, setup):
         self.setup = setup
@@ -195,6 +255,7 @@ class Zygote:
             self.untraced_rewrite()
         if self.setup.get("late"):
             return self.warm_late()
+        self.track_calls()
         self.config = _prepareconfig(list(self.setup["args"]), plugins=[self.start_coverage()])
         self.config._do_configure()
         self.session = Session.from_config(self.config)
@@ -222,13 +283,90 @@ class Zygote:
         self.compile_sources()
         # The files the zygote has executed: a candidate that brings its own version of one
         # (a conftest, a module the conftests imported, a mutant of the package) would not be
-        # read again in the fork; such a candidate goes to a worker configured per run.
+        # read again in the fork. When only function bodies differ and none of those functions
+        # has run, the fork's functions are patched (`patch`); else such a candidate goes to
+        # a worker configured per run.
         self.loaded = {
             os.path.realpath(f)
             for f in (getattr(m, "__file__", None) for m in list(sys.modules.values()))
             if isinstance(f, str)
         }
+        self.index_functions()
         self.freeze()
+
+    def track_calls(self):
+        """Notes each function of the repository that runs before the fork (at import, while
+        pytest configures and starts the session): a mutant of one of these cannot be patched
+        into the fork, whose state that function's original code helped make."""
+        import threading
+
+        root = os.path.join(os.path.realpath(self.repo), "")
+        repo = os.path.join(self.repo, "")
+        self.ran = ran = set()
+
+        def profile(frame, event, arg):
+            if event == "call":
+                code = frame.f_code
+                if code.co_filename.startswith((repo, root)):
+                    ran.add(_code_key(code))
+
+        sys.setprofile(profile)
+        threading.setprofile(profile)
+
+    def index_functions(self):
+        """The live functions defined in the repository's files, by file, gathered before
+        the heap is frozen (gc.get_objects does not see frozen objects)."""
+        import threading
+        import types
+
+        sys.setprofile(None)
+        threading.setprofile(None)
+        self.functions = {}
+        for o in gc.get_objects():
+            if isinstance(o, types.FunctionType):
+                f = o.__code__.co_filename
+                if os.path.realpath(f) in self.loaded:
+                    self.functions.setdefault(f, []).append(o)
+
+    def patch(self, path, data):
+        """Makes the fork run `data` in place of the loaded module at `path` by pointing
+        every live function whose code differs at its new code, when only function bodies
+        differ and none of those functions has run; else Unpatchable. A fresh interpreter
+        importing `data` would have made the same objects but for those functions' code, so
+        the candidate's run is the one it would have had (a mutant of a target's body, which
+        calibrate keeps out of what runs at import, is such a change)."""
+        module = next(
+            (
+                m
+                for m in list(sys.modules.values())
+                if isinstance(getattr(m, "__file__", None), str)
+                and os.path.realpath(m.__file__) == path
+            ),
+            None,
+        )
+        if module is None:
+            raise Unpatchable("not a module")
+        if type(getattr(module, "__loader__", None)).__name__ == "AssertionRewritingHook":
+            raise Unpatchable("pytest rewrote its asserts")
+        filename = module.__file__
+        with open(path, "rb") as f:
+            old = f.read()
+        try:
+            changes = plan_patch(filename, old, data)
+        except SyntaxError as e:
+            raise Unpatchable("it does not compile: %s" % e)
+        todo = []
+        functions = self.functions.get(filename, [])
+        for co, cn, own in changes:
+            key = _code_key(co)
+            if own and key in self.ran:
+                raise Unpatchable("%s ran before the candidate" % key[1])
+            for fn in functions:
+                if _code_key(fn.__code__) == key:
+                    if len(fn.__closure__ or ()) != len(cn.co_freevars):
+                        raise Unpatchable("a closure of %s differs" % key[1])
+                    todo.append((fn, cn))
+        return todo
 
     def warm_late(self):
         """A worker for candidates that replace files a configured worker has executed: only
@@ -246,6 +384,8 @@ class Zygote:
         self.config = None
         self.reporters = {}
         self.loaded = set()
+        self.functions = {}
+        self.ran = set()
         self.compile_sources()
         self.freeze()
 
@@ -450,14 +590,23 @@ class Zygote:
         repo = self.repo
         # A file the candidate brings in place of the repository's is parsed anew for its lines.
         self.replaced = {os.path.realpath(os.path.join(repo, f["path"])) for f in req["files"]}
+        patches = []
         for f in req["files"]:
             path = os.path.realpath(os.path.join(repo, f["path"]))
             if path in self.loaded:
-                _write_frame(
-                    answer_fd,
-                    {"refused": "the candidate replaces %s, which the worker has loaded" % f["path"]},
-                )
-                return 0
+                try:
+                    patches += self.patch(path, f["data"].encode("latin-1"))
+                except Unpatchable as e:
+                    _write_frame(
+                        answer_fd,
+                        {
+                            "refused": "the candidate replaces %s, which the worker has loaded (%s)"
+                            % (f["path"], e)
+                        },
+                    )
+                    return 0
+        for fn, code in patches:
+            fn.__code__ = code
         out_r, out_fd = os.pipe()
         err_r, err_fd = os.pipe()
         # The report channel: only the runner writes to it, only C reads it (up to the cap

@@ -301,3 +301,90 @@ fn a_candidate_replacing_a_loaded_file_runs_in_a_worker_configured_per_run() {
         assert_eq!(verdict(&warm), verdict(&cold));
     }
 }
+
+/// A candidate that replaces a module the zygote imported, changing only the body of a
+/// function that has not run (a mutant of a target's body), is served by a fork of the
+/// configured worker with that function's code patched: two such runs see the same import
+/// (the module's nonce) and the changed body. One that changes a function which ran at
+/// import (`g`, which built `TABLE`) or module-level code cannot be patched in, and runs in
+/// a worker configured per run, which imports the module anew: a nonce of its own each time,
+/// and the table built by the changed `g`.
+#[test]
+fn a_changed_body_is_patched_into_the_fork_and_code_that_ran_at_import_is_not() {
+    let Some(py) = clover_testkit::python() else {
+        return;
+    };
+    let Some(sb) = sandbox() else { return };
+    let repo = tempfile::tempdir().unwrap();
+    let module = "import os\n\nNONCE = os.urandom(8).hex()\n\n\ndef f():\n    return 1\n\n\ndef g():\n    return 'g'\n\n\nTABLE = [g()]\n";
+    for (path, text) in [
+        ("pytest.ini", "[pytest]\npythonpath = .\n"),
+        ("pkg/__init__.py", ""),
+        ("pkg/m.py", module),
+        ("tests/conftest.py", "import pkg.m  # noqa: F401\n"),
+    ] {
+        let p = repo.path().join(path);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+    let test = "import pkg.m\n\n\ndef test_f():\n    assert pkg.m.f() == F\n\n\ndef test_table():\n    assert pkg.m.TABLE == [pkg.m.g()]\n\n\ndef test_nonce():\n    assert False, pkg.m.NONCE\n";
+    let run = |mutant: &str, f: u32| PytestRun {
+        repo: repo.path().to_path_buf(),
+        python: py.clone(),
+        targets: vec!["tests/test_c.py".into()],
+        files: vec![
+            WriteFile {
+                path: "tests/test_c.py".into(),
+                contents: test.replace("== F", &format!("== {f}")).into_bytes(),
+            },
+            WriteFile {
+                path: "pkg/m.py".into(),
+                contents: mutant.as_bytes().to_vec(),
+            },
+        ],
+        cov_sources: vec![],
+        cov_contexts: false,
+        env: vec![],
+        limits: Limits {
+            wall: Duration::from_secs(60),
+            ..Limits::default()
+        },
+    };
+    let outcomes = |r: &PytestResult| {
+        let mut by_name: Vec<_> = r.tests.iter().map(|t| (t.name.clone(), t.outcome)).collect();
+        by_name.sort_by(|a, b| a.0.cmp(&b.0));
+        by_name
+    };
+    let nonce = |r: &PytestResult| {
+        let t = r.tests.iter().find(|t| t.name == "test_nonce").unwrap();
+        t.message.clone().unwrap_or_default()
+    };
+    use clover_protocol::TestOutcome::{Failed, Passed};
+    let want = vec![
+        ("test_f".to_string(), Passed),
+        ("test_nonce".to_string(), Failed),
+        ("test_table".to_string(), Passed),
+    ];
+    let pool = WarmPool::new();
+    let body = run(&module.replace("return 1", "return 2"), 2);
+    let at_import = run(&module.replace("return 'g'", "return 'h'"), 1);
+    let module_level = run(&module.replace("TABLE = [g()]", "TABLE = [g()] + []"), 1);
+    for r in [&body, &at_import, &module_level] {
+        assert_eq!(outcomes(&r.run(&sb).unwrap()), want);
+    }
+    let patched: Vec<_> = (0..2).map(|_| body.run_warm(&sb, &pool).unwrap()).collect();
+    for r in &patched {
+        assert!(r.message.is_none(), "{:?}", r.message);
+        assert_eq!(outcomes(r), want);
+    }
+    assert_eq!(nonce(&patched[0]), nonce(&patched[1]));
+    for r in [&at_import, &module_level] {
+        let anew: Vec<_> = (0..2).map(|_| r.run_warm(&sb, &pool).unwrap()).collect();
+        for a in &anew {
+            assert!(a.message.is_none(), "{:?}", a.message);
+            assert_eq!(outcomes(a), want);
+        }
+        assert_ne!(nonce(&anew[0]), nonce(&anew[1]));
+        assert_ne!(nonce(&anew[0]), nonce(&patched[0]));
+    }
+}
