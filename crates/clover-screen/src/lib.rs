@@ -18,8 +18,10 @@
 //!   `gc.get_objects`/`get_referrers`/`get_referents` ([`Rule::GcIntrospection`]);
 //! - assigning, deleting or `setattr` on a name of `builtins`/`__builtins__`
 //!   ([`Rule::BuiltinsWrite`]);
-//! - a string holding the run's report folder [`REPORT_FOLDER`], and pytest's `xmlpath`
-//!   ([`Rule::ReportFolder`]);
+//! - a string holding the run's report folder [`REPORT_FOLDER`] or the report channel's
+//!   variable [`REPORT_CHANNEL_ENV`], and pytest's `xmlpath` ([`Rule::ReportFolder`]);
+//!   importing clover's own plugins (`_clover_report`, which holds the channel)
+//!   ([`Rule::TestMachinery`]);
 //! - `exec`/`eval`/`compile` of anything but a string literal, or passed on as a value
 //!   ([`Rule::DynamicCode`]);
 //! - a file nested deeper than the screen follows (400 levels of syntax; the corpus needs 26),
@@ -54,7 +56,7 @@ mod python;
 mod rule;
 
 pub use allow::{Allow, ALLOWLIST};
-pub use rule::{Rule, REPORT_FOLDER};
+pub use rule::{Rule, REPORT_CHANNEL_ENV, REPORT_FOLDER};
 
 use std::fmt;
 

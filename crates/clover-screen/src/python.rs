@@ -6,7 +6,7 @@ use std::collections::{HashMap, HashSet};
 
 use tree_sitter::{Node, Parser, Tree};
 
-use crate::rule::{attribute_rule, literal_attribute_rule, path_rule, Rule, REPORT_FOLDER};
+use crate::rule::{attribute_rule, literal_attribute_rule, path_rule, report_marker, Rule};
 use crate::Finding;
 
 thread_local! {
@@ -501,10 +501,10 @@ impl Walk<'_> {
                     let parts_hold_it = ["left", "right"].iter().any(|f| {
                         n.child_by_field_name(f)
                             .and_then(|c| literal_str(c, self.src))
-                            .is_some_and(|s| s.contains(REPORT_FOLDER))
+                            .is_some_and(|s| report_marker(&s).is_some())
                     });
-                    if value.contains(REPORT_FOLDER) && !parts_hold_it {
-                        self.report(n, Rule::ReportFolder, REPORT_FOLDER);
+                    if let Some(marker) = report_marker(&value).filter(|_| !parts_hold_it) {
+                        self.report(n, Rule::ReportFolder, marker);
                     }
                 }
             }
@@ -753,8 +753,8 @@ impl Walk<'_> {
                 .map(|p| text(p, self.src))
                 .collect()
         });
-        if contents.contains(REPORT_FOLDER) {
-            self.report(n, Rule::ReportFolder, REPORT_FOLDER);
+        if let Some(marker) = report_marker(&contents) {
+            self.report(n, Rule::ReportFolder, marker);
         } else if names_pytest_internals(&contents) && !ctx.reported {
             // `mock.patch("_pytest.reports.TestReport.outcome")`,
             // `monkeypatch.setattr("pytest.TestReport.from_item_and_call", …)`.
@@ -1075,6 +1075,34 @@ def sneaky(request):
         assert_eq!(
             found("def f(config):\n    config.option.xmlpath = 'x'\n"),
             one(Rule::ReportFolder, ".xmlpath", 2)
+        );
+    }
+
+    /// The report channel: its variable, and clover's plugins, which hold the channel.
+    #[test]
+    fn the_report_channel_and_clovers_plugins() {
+        assert_eq!(
+            found(
+                "import os
+fd = int(os.environ['CLOVER_' + 'REPORT_FD'])
+"
+            ),
+            one(Rule::ReportFolder, "CLOVER_REPORT_FD", 2)
+        );
+        assert_eq!(
+            found(
+                "import _clover_report
+"
+            ),
+            one(Rule::TestMachinery, "import _clover_report", 1)
+        );
+        assert_eq!(
+            found(
+                "import sys
+w = sys.modules['_clover_worker']
+"
+            ),
+            one(Rule::TestMachinery, "_clover_worker", 2)
         );
     }
 

@@ -32,7 +32,8 @@ pub enum Rule {
     /// Assigning, deleting or `setattr` on a name of `builtins`/`__builtins__`, which every
     /// module (the reporters included) looks names up in.
     BuiltinsWrite,
-    /// A path under the run's report folder (`.clover-out`) or pytest's report path option.
+    /// A path under the run's report folder (`.clover-out`), pytest's report path option, or
+    /// the variable that names the run's report channel (`CLOVER_REPORT_FD`).
     ReportFolder,
     /// `exec`/`eval`/`compile` of anything but a string literal: code the screen cannot see.
     DynamicCode,
@@ -92,12 +93,29 @@ impl fmt::Display for Rule {
 /// of this crate checks that the two agree).
 pub const REPORT_FOLDER: &str = ".clover-out";
 
+/// The variable that names the descriptor of the run's report channel until clover's plugin
+/// takes it over (`REPORT_CHANNEL_ENV` in `clover-sandbox`'s `spec.rs`; a test of this crate
+/// checks that the two agree).
+pub const REPORT_CHANNEL_ENV: &str = "CLOVER_REPORT_FD";
+
+/// What in a string reaches the run's reports: the folder or the channel's variable.
+pub(crate) fn report_marker(s: &str) -> Option<&'static str> {
+    [REPORT_FOLDER, REPORT_CHANNEL_ENV]
+        .into_iter()
+        .find(|m| s.contains(m))
+}
+
 /// Dotted paths (after aliases are resolved) that are screened, with everything below them:
 /// `"sys.monitoring"` also covers `sys.monitoring.use_tool_id`.
 pub(crate) const PATHS: &[(&str, Rule)] = &[
     ("_pytest", Rule::TestMachinery),
     ("pytest_cov", Rule::TestMachinery),
     ("coverage", Rule::TestMachinery),
+    // clover's own plugins in the run: the session record's writer holds the report
+    // channel.
+    ("_clover_report", Rule::TestMachinery),
+    ("_clover_worker", Rule::TestMachinery),
+    ("_clover_calibrate", Rule::TestMachinery),
     ("pytest.hookimpl", Rule::PytestHook),
     ("pytest.hookspec", Rule::PytestHook),
     ("pluggy", Rule::PytestHook),

@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use clover_screen::{screen_python, Rule, REPORT_FOLDER};
+use clover_screen::{screen_python, Rule, REPORT_CHANNEL_ENV, REPORT_FOLDER};
 
 const HOSTILE: [&str; 4] = [
     "forge_report.py",
@@ -91,6 +91,20 @@ fn the_report_folder_is_the_sandboxs() {
     assert!(
         text.contains(&format!("const OUT_DIR: &str = \"{REPORT_FOLDER}\";")),
         "{} no longer writes its reports to {REPORT_FOLDER}",
+        src.display()
+    );
+}
+
+/// The screen's report channel variable is the one the sandbox gives the run.
+#[test]
+fn the_report_channel_variable_is_the_sandboxs() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../clover-sandbox/src/spec.rs");
+    let text = std::fs::read_to_string(&src).unwrap();
+    assert!(
+        text.contains(&format!(
+            "pub const REPORT_CHANNEL_ENV: &str = \"{REPORT_CHANNEL_ENV}\";"
+        )),
+        "{} no longer names the report channel {REPORT_CHANNEL_ENV}",
         src.display()
     );
 }
