@@ -63,7 +63,7 @@ mod steady;
 
 pub use cpp::{calibrate_cpp, gtest_filter, CppCalibration, EmptyRuns};
 pub use python::{
-    calibrate_group, calibrate_group_noted, node_of_case, CalibrateOptions, GroupCalibration,
-    GroupError, Note,
+    calibrate_group, calibrate_group_noted, empty_variant, node_of_case, CalibrateOptions,
+    EmptyVariant, GroupCalibration, GroupError, Note,
 };
 pub use steady::steady_text;

@@ -47,12 +47,35 @@ pub enum GroupError {
 struct Prepared<'a> {
     problem: &'a Problem,
     py: &'a PythonProblem,
-    empty_path: String,
-    empty_text: String,
-    empty_node: String,
+    empty: EmptyVariant,
+}
+
+/// A problem's empty variant: its problem file with `assert True` in place of the test, so
+/// that it runs what any candidate in the test's place runs (importing and collecting the
+/// file, the setup of where the test sits) and nothing of the test's own.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EmptyVariant {
+    /// Beside the problem file, repository-relative (`tests/tmp_empty_x_1.py`).
+    pub path: String,
+    pub text: String,
+    /// The empty test's node id (`tests/tmp_empty_x_1.py::TestC::test_clover_empty`).
+    pub node_id: String,
 }
 
 fn prepare(problem: &Problem) -> Result<Prepared<'_>, GroupError> {
+    let (py, empty) = python_and_empty_variant(problem)?;
+    Ok(Prepared { problem, py, empty })
+}
+
+/// The empty variant of a Python problem; an error when the problem is not one, or its text
+/// does not hold its test where it says.
+pub fn empty_variant(problem: &Problem) -> Result<EmptyVariant, GroupError> {
+    python_and_empty_variant(problem).map(|(_, empty)| empty)
+}
+
+fn python_and_empty_variant(
+    problem: &Problem,
+) -> Result<(&PythonProblem, EmptyVariant), GroupError> {
     let err = |message: String| GroupError::Problem {
         id: problem.id.clone(),
         message,
@@ -100,18 +123,19 @@ fn prepare(problem: &Problem) -> Result<Prepared<'_>, GroupError> {
         Some(rest) => format!("tmp_empty_{rest}"),
         None => format!("tmp_empty_{file}"),
     };
-    let empty_path = format!("{dir}{empty_file}");
-    let empty_node = match &py.class {
-        Some(class) => format!("{empty_path}::{class}::{EMPTY_TEST}"),
-        None => format!("{empty_path}::{EMPTY_TEST}"),
+    let path = format!("{dir}{empty_file}");
+    let node_id = match &py.class {
+        Some(class) => format!("{path}::{class}::{EMPTY_TEST}"),
+        None => format!("{path}::{EMPTY_TEST}"),
     };
-    Ok(Prepared {
-        problem,
+    Ok((
         py,
-        empty_path,
-        empty_text,
-        empty_node,
-    })
+        EmptyVariant {
+            path,
+            text: empty_text,
+            node_id,
+        },
+    ))
 }
 
 /// Byte offset of the start of 1-based `line`.
@@ -580,7 +604,7 @@ pub fn calibrate_group_noted(
         let empty_of: Vec<usize> = prepared
             .iter()
             .enumerate()
-            .map(|(i, p)| *first_with_text.entry(p.empty_text.as_str()).or_insert(i))
+            .map(|(i, p)| *first_with_text.entry(p.empty.text.as_str()).or_insert(i))
             .collect();
         let mut files: Vec<(&str, &str)> = Vec::new();
         let mut nodes: Vec<&str> = Vec::new();
@@ -588,8 +612,8 @@ pub fn calibrate_group_noted(
             files.push((p.py.problem_file.as_str(), p.py.problem_text.as_str()));
             nodes.push(p.py.node_id.as_str());
             if empty_of[i] == i {
-                files.push((p.empty_path.as_str(), p.empty_text.as_str()));
-                nodes.push(p.empty_node.as_str());
+                files.push((p.empty.path.as_str(), p.empty.text.as_str()));
+                nodes.push(p.empty.node_id.as_str());
             }
         }
         for _ in 0..runs {
@@ -609,7 +633,7 @@ pub fn calibrate_group_noted(
             analysis::merge_lines(&mut executable, &report.coverage.executable);
             analysis::merge_lines(&mut imported, &report.coverage.imported);
             for (i, p) in prepared.iter().enumerate() {
-                observations[i].push(observe(&report, p, &prepared[empty_of[i]].empty_node));
+                observations[i].push(observe(&report, p, &prepared[empty_of[i]].empty.node_id));
             }
         }
     }
@@ -617,14 +641,14 @@ pub fn calibrate_group_noted(
         for (i, p) in prepared.iter().enumerate() {
             let files = [
                 (p.py.problem_file.as_str(), p.py.problem_text.as_str()),
-                (p.empty_path.as_str(), p.empty_text.as_str()),
+                (p.empty.path.as_str(), p.empty.text.as_str()),
             ];
-            let nodes = [p.py.node_id.as_str(), p.empty_node.as_str()];
+            let nodes = [p.py.node_id.as_str(), p.empty.node_id.as_str()];
             for _ in 0..runs {
                 let report = run_pytest(sandbox, repo, opts, &files, &nodes)?;
                 analysis::merge_lines(&mut executable, &report.coverage.executable);
                 analysis::merge_lines(&mut imported, &report.coverage.imported);
-                observations[i].push(observe(&report, p, &p.empty_node));
+                observations[i].push(observe(&report, p, &p.empty.node_id));
             }
         }
     }

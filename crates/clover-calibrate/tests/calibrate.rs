@@ -1173,22 +1173,12 @@ fn lines_the_empty_test_runs_make_no_unique_block() {
     assert_no_block_is_free(r, &copied);
 }
 
-/// The lines a candidate that is the problem file with `assert True` in the test's place
-/// covers, run as sandbox-run runs a candidate (a fresh process, the whole run measured).
+/// The lines a candidate that is the problem's empty variant (`assert True` in the test's
+/// place) covers when it is written and run as sandbox-run writes and runs a candidate: at
+/// the problem file's path, in a fresh process, the whole run measured.
 fn copied_operand_coverage(r: &CalibratedProblem, fixture: &Path) -> Vec<FileCoverage> {
     let p = r.problem.python.as_ref().unwrap();
-    let def = p
-        .declaration
-        .lines()
-        .find(|l| l.trim_start().starts_with("def "))
-        .unwrap();
-    let indent = &def[..def.len() - def.trim_start().len()];
-    let this = if p.class.is_some() { "self" } else { "" };
-    let candidate = p.problem_text.replace(
-        &format!("{}{}", p.declaration, p.body),
-        &format!("{indent}def test_copied({this}):\n{indent}    assert True\n"),
-    );
-    assert_ne!(candidate, p.problem_text);
+    let candidate = clover_calibrate::empty_variant(&r.problem).unwrap().text;
     let repo = &RepoConfig::resolve(None, None, Some(fixture)).unwrap()[0];
     let run = clover_sandbox::pytest::PytestRun {
         repo: repo.root.clone(),
