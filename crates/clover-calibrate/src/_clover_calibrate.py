@@ -8,8 +8,8 @@ pytest-cov measures, so the report needs no second interpreter. It does four thi
   functions they call: a table built at import, a registration helper) runs in any process
   that imports the same modules, as sandbox-run's run of a candidate does, `assert True`
   included: calibrate keeps those lines out of unique blocks and target bodies, and needs
-  them measured as sandbox-run measures them (which costs collecting under the tracer:
-  toolz's itertoolz group, 0.97 s of CPU cold before, 1.25 s now).
+  them measured as sandbox-run measures them. Collecting under the tracer costs CPU: about a
+  fifth more for toolz's itertoolz group, run cold.
 * At the start of each test's setup it switches coverage.py's dynamic context to
   `<node id>|test`, so that the test's setup, call and teardown are one context. pytest-cov's
   `--cov-context=test` switches three times per test (`|setup`, `|run`, `|teardown`), and
