@@ -75,7 +75,8 @@ fn args_ref(v: &[String]) -> Vec<&str> {
     v.iter().map(String::as_str).collect()
 }
 
-/// Asserts that two calibrations saw the same lines for every problem.
+/// Asserts that two calibrations saw the same lines for every problem, and took the same
+/// unique blocks and targets from them.
 fn assert_same_lines(
     fast: &BTreeMap<String, CalibratedProblem>,
     slow: &BTreeMap<String, CalibratedProblem>,
@@ -93,6 +94,13 @@ fn assert_same_lines(
             "{id}: base lines differ between the fast and per-test paths"
         );
         assert_eq!(f.empty, s.empty, "{id}: empty-test lines differ");
+        // What importing and collecting ran is a union over the group's runs, the same
+        // whether the group ran at once or a problem at a time.
+        assert_eq!(
+            f.unique_blocks, s.unique_blocks,
+            "{id}: unique blocks differ"
+        );
+        assert_eq!(f.targets, s.targets, "{id}: targets differ");
         compared += 1;
     }
     assert!(compared > 0);
