@@ -594,6 +594,7 @@ impl<'a> ResponseRunner<'a> {
                         self.sandbox,
                         &self.cache,
                         &gtest,
+                        r.run.duration,
                         &cfg.root,
                         mutants,
                     )?);
