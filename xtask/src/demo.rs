@@ -4,10 +4,11 @@
 //! sandbox-run → score on both fixtures (`fixtures/python`, `fixtures/cpp`; their instances
 //! joined before generate), each stage's output kept in `target/demo/` for reading
 //! afterwards. The Python instance counts are capped so the demo ends in a few minutes on 2
-//! cores. Python also goes through the mutation score: calibrate keeps up to 3 mutants per
-//! problem that the ground truth kills (`--mutants 3`, few, since every mutant of the
-//! fixture's package runs cold: its conftest imports it) and sandbox-run runs the passing
-//! Task II and III candidates against them (`--mutation`).
+//! cores. Both fixtures also go through the mutation score: calibrate keeps up to 3 mutants
+//! per problem that the ground truth kills (`--mutants 3`, few, since every mutant of the
+//! Python fixture's package runs cold: its conftest imports it; C++: of the focal source),
+//! the two sidecars are joined, and sandbox-run runs the passing Task II, III and C++
+//! candidates against them (`--mutation`).
 
 use std::path::Path;
 
@@ -33,7 +34,8 @@ pub fn run(root: &Path) -> Result<()> {
     // in three settings, capped; C++ in its default setting (problem only), one instance per
     // chunk of each source. A context budget would hold nothing for C++ but the same prompt.
     let mut instances = String::new();
-    let mutants = file("calibrated-python.jsonl.mutants.jsonl");
+    let mutants = file("mutants.jsonl");
+    let mut sidecars = String::new();
     for (name, pack_flags) in [
         (
             "python",
@@ -67,10 +69,10 @@ pub fn run(root: &Path) -> Result<()> {
             "-o",
             &calibrated,
         ];
-        if name == "python" {
-            args.extend(["--mutants", "3", "--mutants-out", &mutants]);
-        }
+        let sidecar = file(&format!("calibrated-{name}.jsonl.mutants.jsonl"));
+        args.extend(["--mutants", "3", "--mutants-out", &sidecar]);
         stage(&clover, &args)?;
+        sidecars.push_str(&std::fs::read_to_string(&sidecar)?);
         let mut args = vec![
             "pack-context",
             &calibrated,
@@ -88,6 +90,7 @@ pub fn run(root: &Path) -> Result<()> {
         instances.push_str(&std::fs::read_to_string(&packed)?);
     }
     std::fs::write(out.join("instances.jsonl"), instances)?;
+    std::fs::write(&mutants, sidecars)?;
     // From here on both fixtures at once.
     let repos = [
         "--repo".to_string(),
