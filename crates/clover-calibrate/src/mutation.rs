@@ -15,6 +15,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
+use std::time::Instant;
 
 use clover_manifest::RepoConfig;
 use clover_mutate::{
@@ -25,8 +26,8 @@ use clover_protocol::{
     CalibratedProblem, Language, LineRanges, Outcome, ProblemMutants, TestCase, TestOutcome,
 };
 use clover_sandbox::gtest::{
-    is_translation_unit, CppProject, GtestRun, LibraryCache, LibraryError, MutantHarness,
-    Replacement,
+    is_translation_unit, mutant_limits, CppProject, GtestRun, LibraryCache, LibraryError,
+    MutantHarness, Replacement,
 };
 use clover_sandbox::pytest::PytestRun;
 use clover_sandbox::{Limits, Sandbox, SandboxError, WriteFile};
@@ -89,9 +90,19 @@ pub struct Sample {
     files: Vec<FocalFile>,
     pub mutants: Mutants,
     language: Language,
-    /// A C++ ground truth compiled for the mutant runs, once, by the first of them; or why it
-    /// could not be.
-    harness: OnceLock<Result<MutantHarness, String>>,
+    /// A C++ ground truth compiled for the mutant runs and run once on the original code, by
+    /// the first of them; or why it could not be.
+    harness: OnceLock<Result<Prepared, String>>,
+}
+
+/// A C++ ground truth ready for its mutants: compiled, its control run made, and the limits
+/// of a mutant run taken from the two.
+#[derive(Debug)]
+struct Prepared {
+    harness: MutantHarness,
+    /// The control run's outcome and message.
+    control: (Outcome, Option<String>),
+    limits: Limits,
 }
 
 /// Whether `record` gets mutants: a problem calibrate kept (neither excluded nor flaky) with
@@ -342,7 +353,8 @@ fn verdict_of(
 
 /// The C++ half of [`run_ground_truth`]: the problem's test file, compiled once per problem,
 /// linked against the library with the mutant's source recompiled in place of its object (the
-/// library as built for the control run), run whole until its first failing test. A failing
+/// library as built for the control run, made once with the compile), run whole until its
+/// first failing test, within `mutant_limits` of the compile and the control run. A failing
 /// test, a crash and a run that ends by a limit kill the mutant; one that does not compile or
 /// link is invalid. The tests that killed it are the failed `Suite.Name`s.
 fn run_cpp_ground_truth(
@@ -357,25 +369,29 @@ fn run_cpp_ground_truth(
         .cpp
         .as_ref()
         .expect("wants_mutants took only C++ problems with their part");
-    let harness = sample
+    let prepared = sample
         .harness
-        .get_or_init(|| build_harness(sandbox, run, &cpp.test_path))
+        .get_or_init(|| prepare(sandbox, run, &cpp.test_path))
         .as_ref()
         .map_err(|message| MutationError::Harness {
             id: record.id.clone(),
             test: cpp.test_path.clone(),
             message: message.clone(),
         })?;
-    let name = || mutant.map_or_else(|| "none (the control run)".into(), |m| m.id.clone());
-    let replaced = mutant.map(|m| Replacement {
+    let Some(m) = mutant else {
+        let (outcome, message) = prepared.control.clone();
+        return verdict_of(record, None, outcome, message, &[], |_| None);
+    };
+    let replaced = Replacement {
         source: Path::new(&m.path),
         text: m.text.as_bytes(),
-    });
-    let result = harness
-        .run(sandbox, replaced, &run.limits)
+    };
+    let result = prepared
+        .harness
+        .run(sandbox, Some(replaced), &prepared.limits)
         .map_err(|source| MutationError::Gtest {
             id: record.id.clone(),
-            mutant: name(),
+            mutant: m.id.clone(),
             source,
         })?;
     verdict_of(
@@ -386,6 +402,21 @@ fn run_cpp_ground_truth(
         &result.tests,
         |c| Some(format!("{}.{}", c.classname, c.name)),
     )
+}
+
+/// The problem's ground truth, as the repository holds it, compiled for the mutant runs and
+/// run on the original code; or why it could not be.
+fn prepare(sandbox: &Sandbox, run: &MutantRun<'_>, test_path: &str) -> Result<Prepared, String> {
+    let started = Instant::now();
+    let harness = build_harness(sandbox, run, test_path)?;
+    let control = harness
+        .run(sandbox, None, &run.limits)
+        .map_err(|e| format!("the control run could not be made: {e}"))?;
+    Ok(Prepared {
+        harness,
+        control: (control.outcome, control.message),
+        limits: mutant_limits(&run.limits, started.elapsed()),
+    })
 }
 
 /// The problem's ground truth, as the repository holds it, compiled for the mutant runs; or

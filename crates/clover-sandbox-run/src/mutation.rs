@@ -26,8 +26,8 @@ use clover_protocol::{
     KeptMutant, Language, LineRanges, Mutation, OperatorKills, Outcome, ProblemMutants,
     RecordError, RecordReader, Response, Task,
 };
-use clover_sandbox::gtest::{GtestRun, LibraryCache, Replacement};
-use clover_sandbox::{Limits, Sandbox};
+use clover_sandbox::gtest::{mutant_limits, GtestRun, LibraryCache, Replacement};
+use clover_sandbox::Sandbox;
 use serde::Deserialize;
 
 use crate::ResponseError;
@@ -155,20 +155,6 @@ impl Focus {
     }
 }
 
-/// The limits of a C++ mutant run: the candidate's, with the wall clock and CPU time cut to
-/// three times its own run (`plain`: compile, link, run and coverage, which a mutant run
-/// (one source's compile, link, run) does not exceed) and 5 s more. A mutant that loops forever (a loop condition turned around) is
-/// killed by its limit either way; this way it costs seconds, not the repository's whole
-/// timeout. Mutation tools bound a mutant's run by the original's the same way.
-pub(crate) fn mutant_limits(candidate: &Limits, plain: Duration) -> Limits {
-    let wall = (plain * 3 + Duration::from_secs(5)).min(candidate.wall);
-    Limits {
-        wall,
-        cpu_secs: candidate.cpu_secs.min(wall.as_secs().max(1) * 2),
-        ..candidate.clone()
-    }
-}
-
 /// The text of `m`'s file with the mutant in it: the file as the repository at `root` holds
 /// it, which must be the one calibrate mutated.
 pub(crate) fn mutated_text(root: &Path, m: &KeptMutant) -> Result<String, ResponseError> {
@@ -185,7 +171,7 @@ pub(crate) fn mutated_text(root: &Path, m: &KeptMutant) -> Result<String, Respon
 /// Runs a C++ candidate that passed (`candidate`, as it ran) against each of `mutants`, whose
 /// sources are read from `root`: the candidate's test file is compiled once, then each mutant
 /// recompiles its source alone and relinks, in a fresh view, the binary stopping at its first
-/// failing test, within [`mutant_limits`] of the candidate's own run (`plain`, its seconds).
+/// failing test, within the `mutant_limits` of the candidate's own run (`plain`, its seconds).
 /// The candidate kills a mutant it does not pass on; one that does not compile (calibrate kept
 /// only mutants that did) counts as not run.
 pub(crate) fn run_cpp(
@@ -369,21 +355,6 @@ mod tests {
         let mut other = t3.clone();
         other.instance_id = "r/tests/test_b.py::test_b#CoverageTest#po".into();
         assert_eq!(ids(s.for_response(&other, Language::Python)), None);
-    }
-
-    #[test]
-    fn a_cpp_mutant_runs_within_three_times_the_candidate_run() {
-        let candidate = Limits {
-            wall: Duration::from_secs(60),
-            cpu_secs: 60,
-            ..Limits::default()
-        };
-        let l = mutant_limits(&candidate, Duration::from_millis(1500));
-        assert_eq!((l.wall, l.cpu_secs), (Duration::from_millis(9500), 18));
-        assert_eq!(l.memory_bytes, candidate.memory_bytes);
-        // Never more than the repository allows.
-        let l = mutant_limits(&candidate, Duration::from_secs(20));
-        assert_eq!((l.wall, l.cpu_secs), (Duration::from_secs(60), 60));
     }
 
     #[test]

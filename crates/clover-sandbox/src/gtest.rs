@@ -62,7 +62,7 @@ mod gcov;
 mod mutant;
 mod pch;
 
-pub use mutant::{MutantHarness, Replacement};
+pub use mutant::{mutant_limits, MutantHarness, Replacement};
 
 const LIB_DIR: &str = ".clover-build/lib";
 const BUILD_DIR: &str = ".clover-build";
@@ -215,10 +215,7 @@ impl CppProject {
         for dir in &self.source_dirs {
             for rel in walk_files(repo, dir) {
                 let path = rel.to_string_lossy();
-                if is_translation_unit(&rel)
-                    && !tests.is_match(&path)
-                    && !excludes.covers(&path)
-                {
+                if is_translation_unit(&rel) && !tests.is_match(&path) && !excludes.covers(&path) {
                     found.push(rel);
                 }
             }

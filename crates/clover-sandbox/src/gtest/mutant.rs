@@ -15,6 +15,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use clover_protocol::Outcome;
 
@@ -225,6 +226,22 @@ impl MutantHarness {
     }
 }
 
+/// The limits of a mutant run: `limits`, with the wall clock and CPU time cut to three times
+/// the original's run (`plain`: for a candidate its whole run, compile, link, run and
+/// coverage; for calibrate the ground truth's compile and control run, more than a mutant run
+/// of one source's compile, link and run takes) and 5 s more. A mutant that loops forever (a
+/// loop condition turned around) is killed by its limit either way; so it costs seconds, not
+/// the repository's whole timeout. Mutation tools bound a mutant's run by the original's the
+/// same way.
+pub fn mutant_limits(limits: &Limits, plain: Duration) -> Limits {
+    let wall = (plain * 3 + Duration::from_secs(5)).min(limits.wall);
+    Limits {
+        wall,
+        cpu_secs: limits.cpu_secs.min(wall.as_secs().max(1) * 2),
+        ..limits.clone()
+    }
+}
+
 /// A result without tests or coverage.
 fn unmeasured(outcome: Outcome, message: Option<String>, run: RunOutput) -> GtestResult {
     GtestResult {
@@ -237,5 +254,25 @@ fn unmeasured(outcome: Outcome, message: Option<String>, run: RunOutput) -> Gtes
         run,
         precompiled_header: false,
         gcov_read: false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_mutant_runs_within_three_times_the_original_run() {
+        let repo = Limits {
+            wall: Duration::from_secs(60),
+            cpu_secs: 60,
+            ..Limits::default()
+        };
+        let l = mutant_limits(&repo, Duration::from_millis(1500));
+        assert_eq!((l.wall, l.cpu_secs), (Duration::from_millis(9500), 18));
+        assert_eq!(l.memory_bytes, repo.memory_bytes);
+        // Never more than the repository allows.
+        let l = mutant_limits(&repo, Duration::from_secs(20));
+        assert_eq!((l.wall, l.cpu_secs), (Duration::from_secs(60), 60));
     }
 }
