@@ -44,12 +44,7 @@ fn pipeline(
     );
     let input = if problems_filter {
         // The fixture's deliberately flaky test changes calibrate's verdict at random.
-        let kept: String = std::fs::read_to_string(&problems)
-            .unwrap()
-            .lines()
-            .filter(|l| !l.contains(r#""test_file":"tests/test_flaky.py""#))
-            .map(|l| format!("{l}\n"))
-            .collect();
+        let kept = without_test_file(&problems, "tests/test_flaky.py");
         let path = dir.join("problems-deterministic.jsonl");
         std::fs::write(&path, kept).unwrap();
         path

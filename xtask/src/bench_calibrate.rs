@@ -38,10 +38,17 @@ pub fn rows(root: &Path) -> Result<Vec<Row>> {
     .run()?;
     let problems: Vec<String> = std::fs::read_to_string(&all)?
         .lines()
-        .filter(|l| l.contains(&format!("\"test_file\":\"{TEST_FILE}\"")))
+        .filter(|l| {
+            serde_json::from_str::<clover_protocol::Problem>(l)
+                .is_ok_and(|p| p.python.is_some_and(|py| py.test_file == TEST_FILE))
+        })
         .map(str::to_string)
         .collect();
     let n = problems.len();
+    anyhow::ensure!(
+        n > 0,
+        "{PACKAGE} has no problem of {TEST_FILE} to calibrate"
+    );
     let input = work.join("toolz-itertoolz-problems.jsonl");
     std::fs::write(&input, problems.join("\n") + "\n")?;
 

@@ -1364,10 +1364,8 @@ mod tests {
         let mut want: Vec<String> = Vec::new();
         for line in std::fs::read_to_string(data).unwrap().lines() {
             let v: serde_json::Value = serde_json::from_str(line).unwrap();
-            let test = v["problem"]["cpp"]["test_path"]
-                .as_str()
-                .unwrap()
-                .to_string();
+            let c: clover_protocol::CalibratedProblem = serde_json::from_value(v.clone()).unwrap();
+            let test = c.problem.cpp.unwrap().test_path;
             if !want.contains(&test) {
                 want.push(test);
             }
