@@ -416,11 +416,7 @@ fn judge_only_responses_are_taken_apart_and_never_run() {
             Some((0, 2)),
             &fenced("cpp", "TEST(H, A) {}\n"),
         ),
-        judge_only(
-            "cppfix/src/small_vector.h#cpp_unit_test#po",
-            None,
-            "",
-        ),
+        judge_only("cppfix/src/small_vector.h#cpp_unit_test#po", None, ""),
     ];
     let (results, code, stderr) = run_stage(&responses, &["--repo", repo.to_str().unwrap()]);
     assert_eq!(code, 0, "{stderr}");
@@ -462,7 +458,11 @@ fn judge_only_responses_are_taken_apart_and_never_run() {
     let small = by_id["cppfix/src/small_vector.h#cpp_unit_test#po@m"];
     assert_eq!(small.candidate, None);
     assert!(
-        small.message.as_deref().unwrap().contains("the answer is empty"),
+        small
+            .message
+            .as_deref()
+            .unwrap()
+            .contains("the answer is empty"),
         "{:?}",
         small.message
     );

@@ -351,7 +351,11 @@ fn a_changed_body_is_patched_into_the_fork_and_code_that_ran_at_import_is_not() 
         },
     };
     let outcomes = |r: &PytestResult| {
-        let mut by_name: Vec<_> = r.tests.iter().map(|t| (t.name.clone(), t.outcome)).collect();
+        let mut by_name: Vec<_> = r
+            .tests
+            .iter()
+            .map(|t| (t.name.clone(), t.outcome))
+            .collect();
         by_name.sort_by(|a, b| a.0.cmp(&b.0));
         by_name
     };
