@@ -10,37 +10,11 @@ use std::process::Command;
 use clover_manifest::RepoConfig;
 use clover_protocol::{Problem, ProblemMutants, RecordReader, RecordWriter};
 
-/// `Clamp`'s `v > hi` and `v >= hi` are the same function (at `v == hi` both give `hi`);
-/// `Greet` joins strings, where `+` → `-` does not compile.
-const CALC: &str = "#include \"calc.h\"\n\n\
-int Clamp(int v, int hi) {\n  if (v > hi) return hi;\n  return v;\n}\n\n\
-std::string Greet(const std::string& name) { return \"hi \" + name; }\n";
-
-const TEST: &str = "#include <gtest/gtest.h>\n\n#include \"calc.h\"\n\n\
-TEST(Calc, Clamps) { EXPECT_EQ(Clamp(5, 3), 3); EXPECT_EQ(Clamp(1, 3), 1); }\n\n\
-TEST(Calc, Greets) { EXPECT_EQ(Greet(\"bo\"), \"hi bo\"); }\n";
+use clover_testkit::calc::SOURCE as CALC;
 
 /// The repository below `dir`, and its problems as extract finds them.
 fn repo(dir: &Path) -> (PathBuf, Vec<Problem>) {
-    let root = dir.join("calc");
-    for (path, text) in [
-        (
-            "clover.toml",
-            "[[repo]]\nname = \"calc\"\npath = \".\"\nlanguage = \"cpp\"\n\
-             source_dirs = [\"src\"]\ntest_dirs = [\"tests\"]\ninclude_dirs = [\"src\"]\n\
-             cxxflags = [\"-std=c++17\", \"-O0\"]\nlink = [\"gtest_main\", \"gtest\", \"pthread\"]\n",
-        ),
-        (
-            "src/calc.h",
-            "#include <string>\n\nint Clamp(int v, int hi);\nstd::string Greet(const std::string& name);\n",
-        ),
-        ("src/calc.cc", CALC),
-        ("tests/calc_test.cc", TEST),
-    ] {
-        let p = root.join(path);
-        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::write(p, text).unwrap();
-    }
+    let root = clover_testkit::calc::write_repo(dir);
     let cfg = &RepoConfig::resolve(None, None, Some(&root)).unwrap()[0];
     let problems = clover_extract::extract(&clover_extract::ExtractOptions::from_repo(cfg))
         .expect("extract")

@@ -16,38 +16,10 @@ use clover_sandbox::gtest::{CppProject, GtestRun, LibraryCache, Replacement};
 use clover_sandbox::{Limits, Sandbox, WriteFile};
 
 const PROBLEM: &str = "calc/src/calc.cc";
-const TEST_PATH: &str = "tests/calc_test.cc";
-
-/// `v > hi` and `v >= hi` are the same function; `"hi " - name` does not compile.
-const CALC: &str = "#include \"calc.h\"\n\n\
-int Clamp(int v, int hi) {\n  if (v > hi) return hi;\n  return v;\n}\n\n\
-std::string Greet(const std::string& name) { return \"hi \" + name; }\n";
-
-const ORACLE: &str = "#include <gtest/gtest.h>\n\n#include \"calc.h\"\n\n\
-TEST(Calc, Clamps) { EXPECT_EQ(Clamp(5, 3), 3); EXPECT_EQ(Clamp(1, 3), 1); }\n\n\
-TEST(Calc, Greets) { EXPECT_EQ(Greet(\"bo\"), \"hi bo\"); }\n";
+use clover_testkit::calc::{SOURCE as CALC, TEST as ORACLE, TEST_PATH};
 
 fn repo(dir: &Path) -> PathBuf {
-    let root = dir.join("calc");
-    for (path, text) in [
-        (
-            "clover.toml",
-            "[[repo]]\nname = \"calc\"\npath = \".\"\nlanguage = \"cpp\"\n\
-             source_dirs = [\"src\"]\ntest_dirs = [\"tests\"]\ninclude_dirs = [\"src\"]\n\
-             cxxflags = [\"-std=c++17\", \"-O0\"]\nlink = [\"gtest_main\", \"gtest\", \"pthread\"]\n",
-        ),
-        (
-            "src/calc.h",
-            "#include <string>\n\nint Clamp(int v, int hi);\nstd::string Greet(const std::string& name);\n",
-        ),
-        ("src/calc.cc", CALC),
-        (TEST_PATH, ORACLE),
-    ] {
-        let p = root.join(path);
-        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::write(p, text).unwrap();
-    }
-    root
+    clover_testkit::calc::write_repo(dir)
 }
 
 fn limits() -> Limits {

@@ -11,6 +11,7 @@
 
 use std::path::{Path, PathBuf};
 
+pub mod calc;
 pub mod fake_chat;
 
 /// The workspace root.
