@@ -10,8 +10,10 @@
 //! sampled while it runs).
 //!
 //! pack-context builds every default setting (their counts are reported), but only the
-//! instances of `RUN_SETTINGS` are answered and run: neither the oracle nor the baseline reads
-//! the context, so the other settings would run the same candidate files again.
+//! instances of `RUN_SETTINGS` are answered and run, with any instance of another setting
+//! whose candidate or scoring facts none of them has: neither the oracle nor the baseline
+//! reads the context, so every other instance would run a candidate file already run, with
+//! the same facts to score it by.
 //!
 //! Also measured in the same run: each Python package's whole suite bare and sandboxed
 //! (`sandbox_bench pytest`, interleaved), and the peak memory of sandbox-run and score on 1×
@@ -161,7 +163,7 @@ pub fn run(root: &Path, names: &[String], build: bool) -> Result<()> {
     #[rustfmt::skip]
     stage("pack-context", "corpus", &[&joined, "--manifest", &m, "--tokenizer", &tokenizer, "--seed", "0", "-o", &instances])?;
     let to_run = file("instances-run.jsonl");
-    let built = keep_settings(Path::new(&instances), Path::new(&to_run))?;
+    let (built, elsewhere) = keep_settings(Path::new(&instances), Path::new(&to_run))?;
 
     let mut results = Vec::new();
     let mut warm_cold = Vec::new();
@@ -197,6 +199,7 @@ pub fn run(root: &Path, names: &[String], build: bool) -> Result<()> {
         names: names.to_vec(),
         packages,
         built,
+        elsewhere,
         runs,
         pipeline_secs,
         scores,
@@ -365,26 +368,62 @@ fn task_name(task: Task) -> String {
 /// Instances built: (repo, task) → setting → count.
 type Built = BTreeMap<(String, String), BTreeMap<String, usize>>;
 
-/// Copies the instances of `RUN_SETTINGS` from `from` to `to`; counts every instance built.
-fn keep_settings(from: &Path, to: &Path) -> Result<Built> {
+/// What a model's answer to an instance is run and scored by, whatever its setting: the
+/// problem, task and format, the reference, the text around the answer, the scoring facts.
+fn run_identity(i: &Instance) -> (String, Task, String, String, String, String, String) {
+    (
+        i.problem_id.clone(),
+        i.task,
+        i.answer_format.clone(),
+        i.reference.clone(),
+        i.exec.prefix.clone(),
+        i.exec.suffix.clone(),
+        serde_json::to_string(&i.scoring).unwrap_or_default(),
+    )
+}
+
+/// Copies the instances of `RUN_SETTINGS` from `from` to `to`, and each instance of another
+/// setting whose [`run_identity`] none copied before has (the second number); counts every
+/// instance built.
+fn keep_settings(from: &Path, to: &Path) -> Result<(Built, usize)> {
+    let read = || -> Result<Vec<(String, Instance)>> {
+        let input = BufReader::new(std::fs::File::open(from)?);
+        input
+            .lines()
+            .enumerate()
+            .map(|(n, line)| {
+                let line = line?;
+                let i: Instance = serde_json::from_str(&line)
+                    .with_context(|| format!("{}:{}: not an instance", from.display(), n + 1))?;
+                Ok((line, i))
+            })
+            .collect()
+    };
+    let instances = read()?;
+    let run = |i: &Instance| RUN_SETTINGS.contains(&i.setting.as_str());
+    let mut seen: std::collections::HashSet<_> = instances
+        .iter()
+        .filter(|(_, i)| run(i))
+        .map(|(_, i)| run_identity(i))
+        .collect();
     let mut built = Built::new();
+    let mut elsewhere = 0;
     let mut out = BufWriter::new(std::fs::File::create(to)?);
-    let input = BufReader::new(std::fs::File::open(from)?);
-    for (n, line) in input.lines().enumerate() {
-        let line = line?;
-        let i: Instance = serde_json::from_str(&line)
-            .with_context(|| format!("{}:{}: not an instance", from.display(), n + 1))?;
+    for (line, i) in &instances {
         *built
             .entry((i.repo.clone(), task_name(i.task)))
             .or_default()
             .entry(i.setting.clone())
             .or_default() += 1;
-        if RUN_SETTINGS.contains(&i.setting.as_str()) {
+        if run(i) {
+            writeln!(out, "{line}")?;
+        } else if seen.insert(run_identity(i)) {
+            elsewhere += 1;
             writeln!(out, "{line}")?;
         }
     }
     out.flush()?;
-    Ok(built)
+    Ok((built, elsewhere))
 }
 
 /// A package's task in one answer format: (repo, task, format). The format is score's
@@ -749,6 +788,9 @@ struct Figures {
     names: Vec<String>,
     packages: Vec<Package>,
     built: Built,
+    /// Instances of other settings than `RUN_SETTINGS` run because their candidate or
+    /// scoring facts are not any run setting's.
+    elsewhere: usize,
     runs: Vec<StageRun>,
     pipeline_secs: f64,
     scores: BTreeMap<ScoreKey, Score>,
@@ -931,14 +973,17 @@ impl Figures {
             md,
             "Each package is extracted and calibrated (`--runs 3`) alone; pack-context (seed 0, \
              default settings and caps) runs once over the joined calibrated records; the \
-             oracle and the `copy-operand` baseline answer the instances of {} only (neither \
-             reads the context, so other settings would run the same candidate files again); \
-             sandbox-run runs once per model, score once over both.\n",
+             oracle and the `copy-operand` baseline answer the instances of {}, and the {} \
+             instance(s) of other settings whose candidate (reference, prefix, suffix) or \
+             scoring facts none of those has: neither reads the context, so every other \
+             instance of every setting runs a candidate file already run, scored by the same \
+             facts; sandbox-run runs once per model, score once over both.\n",
             RUN_SETTINGS
                 .iter()
                 .map(|s| format!("`{s}`"))
                 .collect::<Vec<_>>()
-                .join(" and ")
+                .join(" and "),
+            self.elsewhere
         )?;
 
         writeln!(md, "### Problems\n")?;
@@ -1263,24 +1308,33 @@ mod tests {
     }
 
     #[test]
-    fn every_instance_is_counted_and_only_the_run_settings_are_kept() {
+    fn every_instance_is_counted_and_only_the_run_settings_and_new_candidates_are_kept() {
         let dir = tempfile::tempdir().unwrap();
         let lines = [
             instance("a#1", "a", Task::AssertionCloze, "po"),
+            // The same candidate and facts as a#1's: its po result is its result.
             instance("a#2", "a", Task::AssertionCloze, "4k"),
             instance("a#3", "a", Task::AssertionCloze, "po"),
+            // No po instance of b's problem: run.
             instance("b#1", "b", Task::CoverageTest, "8k"),
+            // Another reference than a's po instances: run.
+            instance("a#4", "a", Task::AssertionCloze, "16k")
+                .replace(r#""reference":"r""#, r#""reference":"r2""#),
         ];
         let from = dir.path().join("in.jsonl");
         let to = dir.path().join("out.jsonl");
         std::fs::write(&from, lines.join("\n") + "\n").unwrap();
-        let built = keep_settings(&from, &to).unwrap();
+        let (built, elsewhere) = keep_settings(&from, &to).unwrap();
         let a = &built[&("a".to_string(), "assertion_cloze".to_string())];
-        assert_eq!((a["po"], a["4k"]), (2, 1));
+        assert_eq!((a["po"], a["4k"], a["16k"]), (2, 1, 1));
         assert_eq!(built[&("b".into(), "coverage_test".into())]["8k"], 1);
         assert_eq!(built.len(), 2);
+        assert_eq!(elsewhere, 2);
         let kept = std::fs::read_to_string(&to).unwrap();
-        assert_eq!(kept, format!("{}\n{}\n", lines[0], lines[2]));
+        assert_eq!(
+            kept,
+            format!("{}\n{}\n{}\n{}\n", lines[0], lines[2], lines[3], lines[4])
+        );
 
         std::fs::write(&from, "{not json\n").unwrap();
         let e = keep_settings(&from, &to).unwrap_err().to_string();
@@ -1432,6 +1486,7 @@ mod tests {
                 [("po".to_string(), 10)].into(),
             )]
             .into(),
+            elsewhere: 0,
             runs: vec![StageRun {
                 stage: "calibrate".into(),
                 subject: "a".into(),
