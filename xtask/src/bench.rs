@@ -390,13 +390,14 @@ pub fn mutation_rows(root: &Path, clover: &Path, env: &crate::setup::Env) -> Res
         },
         Row {
             name: format!(
-                "one mutant run ({runs:.0} distinct, {cold:.0} cold: the fixture's conftest \
-                 imports the mutated package)"
+                "one mutant run ({runs:.0} distinct, {cold:.0} cold; the fixture's conftest \
+                 imports the mutated package, so a mutant of a function body is patched into a \
+                 fork of the configured worker, one of code run at import runs per run)"
             ),
             measured: format!("{per_mutant:.2} s"),
             baseline: format!("{per_candidate:.2} s a candidate's plain run (result's seconds)"),
             ratio: per_mutant / per_candidate,
-            target: "none: a cold run; a warm one would cost what a candidate does".into(),
+            target: "none: a patched fork costs about what a candidate does".into(),
         },
     ])
 }
