@@ -255,7 +255,9 @@ class Zygote:
             self.untraced_rewrite()
         if self.setup.get("late"):
             return self.warm_late()
-        self.track_calls()
+        self.ran = None
+        if self.setup.get("track"):
+            self.track_calls()
         self.config = _prepareconfig(list(self.setup["args"]), plugins=[self.start_coverage()])
         self.config._do_configure()
         self.session = Session.from_config(self.config)
@@ -291,7 +293,9 @@ class Zygote:
             for f in (getattr(m, "__file__", None) for m in list(sys.modules.values()))
             if isinstance(f, str)
         }
-        self.index_functions()
+        self.functions = {}
+        if self.ran is not None:
+            self.index_functions()
         self.freeze()
 
     def track_calls(self):
@@ -346,6 +350,8 @@ class Zygote:
         )
         if module is None:
             raise Unpatchable("not a module")
+        if self.ran is None:
+            raise Unpatchable("its worker did not note what ran before the fork")
         if type(getattr(module, "__loader__", None)).__name__ == "AssertionRewritingHook":
             raise Unpatchable("pytest rewrote its asserts")
         filename = module.__file__
@@ -385,7 +391,7 @@ class Zygote:
         self.reporters = {}
         self.loaded = set()
         self.functions = {}
-        self.ran = set()
+        self.ran = None
         self.compile_sources()
         self.freeze()
 
