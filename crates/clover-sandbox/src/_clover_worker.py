@@ -287,11 +287,11 @@ class Zygote:
         # (a conftest, a module the conftests imported, a mutant of the package) would not be
         # read again in the fork. When only function bodies differ and none of those functions
         # has run, the fork's functions are patched (`patch`); else such a candidate goes to
-        # a worker configured per run.
+        # a worker configured per run. Each file maps to its module, which `patch` needs.
         self.loaded = {
-            os.path.realpath(f)
-            for f in (getattr(m, "__file__", None) for m in list(sys.modules.values()))
-            if isinstance(f, str)
+            os.path.realpath(m.__file__): m
+            for m in list(sys.modules.values())
+            if isinstance(getattr(m, "__file__", None), str)
         }
         self.functions = {}
         if self.ran is not None:
@@ -326,10 +326,13 @@ class Zygote:
         sys.setprofile(None)
         threading.setprofile(None)
         self.functions = {}
+        loaded = {}  # co_filename -> whether it is a loaded file: one realpath per file
         for o in gc.get_objects():
             if isinstance(o, types.FunctionType):
                 f = o.__code__.co_filename
-                if os.path.realpath(f) in self.loaded:
+                if f not in loaded:
+                    loaded[f] = os.path.realpath(f) in self.loaded
+                if loaded[f]:
                     self.functions.setdefault(f, []).append(o)
 
     def patch(self, path, data):
@@ -339,17 +342,7 @@ class Zygote:
         importing `data` would have made the same objects but for those functions' code, so
         the candidate's run is the one it would have had (a mutant of a target's body, which
         calibrate keeps out of what runs at import, is such a change)."""
-        module = next(
-            (
-                m
-                for m in list(sys.modules.values())
-                if isinstance(getattr(m, "__file__", None), str)
-                and os.path.realpath(m.__file__) == path
-            ),
-            None,
-        )
-        if module is None:
-            raise Unpatchable("not a module")
+        module = self.loaded[path]
         if self.ran is None:
             raise Unpatchable("its worker did not note what ran before the fork")
         if type(getattr(module, "__loader__", None)).__name__ == "AssertionRewritingHook":
@@ -389,7 +382,7 @@ class Zygote:
                 pass
         self.config = None
         self.reporters = {}
-        self.loaded = set()
+        self.loaded = {}
         self.functions = {}
         self.ran = None
         self.compile_sources()
