@@ -40,9 +40,10 @@
 //! # Mutants (`--mutants K`)
 //!
 //! For the mutation score, [`mutation`] runs each kept Python problem's ground truth, alone, in
-//! a cold pytest run against each of at most K seeded mutants of its focal code (every
-//! target's body and the unique blocks, on the lines the ground truth reached), after a
-//! control run on the original; the mutants it kills go to the sidecar `OUTPUT.mutants.jsonl`.
+//! a pytest run (warm unless `--cold`) against each of at most K seeded mutants of its focal
+//! code (every target's body and the unique blocks, on the lines the ground truth reached),
+//! each within `mutant_limits` of a control run on the original made first; the mutants it
+//! kills go to the sidecar `OUTPUT.mutants.jsonl`.
 //! A C++ problem's ground truth (its test file, whole) runs against mutants of its focal
 //! source, on the lines it covered: compiled once per problem, then per mutant only the focal
 //! source is compiled again and linked, and the binary stops at its first failing test; a

@@ -18,7 +18,7 @@ use clover_protocol::{
     diag, exit, finish_main, CalibratedProblem, Language, Problem, ProblemMutants, RecordReader,
     RecordWriter, Shard, StageIo, Stopped, Usage,
 };
-use clover_sandbox::gtest::LibraryCache;
+use clover_sandbox::gtest::{mutant_limits, LibraryCache};
 use clover_sandbox::{CheckedInterpreters, Limits, Sandbox};
 use rayon::prelude::*;
 
@@ -602,26 +602,56 @@ fn judge_mutants(
             .map(|r| mutation::sample(&ctx.repos[&r.repo], r, k, seed))
             .collect()
     });
-    // Each problem's runs: one per mutant, then the control run on the original code (index
-    // `n`), which must pass for the others to mean anything (none without a mutant).
+    let run_of = |record: &CalibratedProblem, limits: Limits| {
+        let repo = &ctx.repos[&record.repo];
+        MutantRun {
+            repo,
+            python: python_for(ctx.args, repo, ctx.default_python),
+            limits,
+            cache: ctx.cache,
+            warm: ctx.warm.as_deref(),
+        }
+    };
+    // First each problem's control run on the original code, which must pass for its mutants'
+    // runs to mean anything, and whose time bounds theirs (`mutant_limits`: a mutant that
+    // loops forever costs a few times the ground truth, not the repository's whole limit).
+    let controls: Vec<Option<Result<Duration, MutationError>>> = ctx.pool.install(|| {
+        samples
+            .par_iter()
+            .zip(records.par_iter())
+            .map(|(s, record)| {
+                let sample = s.as_ref().ok().filter(|s| !s.mutants.mutants.is_empty())?;
+                let run = run_of(record, limits_for(ctx.args, &ctx.repos[&record.repo]));
+                let t = Instant::now();
+                Some(
+                    mutation::run_ground_truth(ctx.sandbox, &run, record, sample, None)
+                        .map(|_| t.elapsed()),
+                )
+            })
+            .collect()
+    });
+    // Then every mutant of the problems whose control run passed, all problems' runs spread
+    // over the pool alike.
     let runs: Vec<(usize, usize)> = samples
         .iter()
+        .zip(&controls)
         .enumerate()
-        .filter_map(|(i, s)| Some((i, s.as_ref().ok()?.mutants.mutants.len())))
-        .flat_map(|(i, n)| (0..n + usize::from(n > 0)).map(move |j| (i, j)))
+        .filter_map(|(i, (s, c))| {
+            c.as_ref()?.as_ref().ok()?;
+            Some((i, s.as_ref().ok()?.mutants.mutants.len()))
+        })
+        .flat_map(|(i, n)| (0..n).map(move |j| (i, j)))
         .collect();
     let verdicts: Vec<Result<Verdict, MutationError>> = ctx.pool.install(|| {
         runs.par_iter()
             .map(|&(i, j)| {
                 let record = records[i];
                 let sample = samples[i].as_ref().expect("runs only of drawn samples");
-                let repo = &ctx.repos[&record.repo];
-                let run = MutantRun {
-                    repo,
-                    python: python_for(ctx.args, repo, ctx.default_python),
-                    limits: limits_for(ctx.args, repo),
-                    cache: ctx.cache,
+                let Some(Ok(control)) = &controls[i] else {
+                    unreachable!("runs only of problems whose control run passed")
                 };
+                let own = limits_for(ctx.args, &ctx.repos[&record.repo]);
+                let run = run_of(record, mutant_limits(&own, *control));
                 let mutant = sample.mutants.mutants.get(j);
                 mutation::run_ground_truth(ctx.sandbox, &run, record, sample, mutant)
             })
@@ -629,15 +659,15 @@ fn judge_mutants(
     });
     let mut verdicts = verdicts.into_iter();
     let mut judged = HashMap::new();
-    for (record, sample) in records.iter().zip(samples) {
+    for ((record, sample), control) in records.iter().zip(samples).zip(controls) {
         let result = sample.and_then(|sample| {
-            // All of this sample's verdicts are taken, even after an error, so the next
-            // sample starts at its own.
-            let n = sample.mutants.mutants.len();
-            let mut mine: Vec<_> = verdicts.by_ref().take(n + usize::from(n > 0)).collect();
-            if n > 0 {
-                mine.pop().expect("the control run")?;
+            if let Some(control) = control {
+                control?;
             }
+            // This sample's verdicts, in its mutants' order, all taken (even after an error) so
+            // the next sample starts at its own.
+            let n = sample.mutants.mutants.len();
+            let mine: Vec<_> = verdicts.by_ref().take(n).collect();
             let mine = mine.into_iter().collect::<Result<Vec<_>, _>>()?;
             Ok(sample.judge(mine))
         });

@@ -30,7 +30,7 @@ use clover_sandbox::gtest::{
     MutantHarness, Replacement,
 };
 use clover_sandbox::pytest::PytestRun;
-use clover_sandbox::{Limits, Sandbox, SandboxError, WriteFile};
+use clover_sandbox::{Limits, Sandbox, SandboxError, WarmPool, WriteFile};
 
 use crate::analysis::reached_lines;
 use crate::node_of_case;
@@ -238,13 +238,18 @@ impl Sample {
 pub struct MutantRun<'a> {
     pub repo: &'a RepoConfig,
     pub python: PathBuf,
+    /// A Python mutant's run ends within `mutant_limits` of its control run (which takes the
+    /// limits of the problem's own runs); the C++ harness sets its own.
     pub limits: Limits,
     /// The C++ library builds, shared with the problems' own calibration.
     pub cache: &'a LibraryCache,
+    /// Warm pytest workers (none: every Python run cold). A mutant of a function body the
+    /// worker has loaded is patched into the fork, as sandbox-run's mutant runs are.
+    pub warm: Option<&'a WarmPool>,
 }
 
 /// Runs `record`'s ground truth, its node id alone, on `mutant` (on the original code for
-/// `None`, the control run): a cold pytest run, as sandbox-run runs a candidate, with the
+/// `None`, the control run): a pytest run, as sandbox-run runs a candidate, with the
 /// problem file and the mutated source written over the original in the run's view. A test
 /// that fails or errors, a run that ends by a limit, and a run where every test was skipped
 /// kill the mutant: it does not pass as the original did. The tests that killed it are the
@@ -287,13 +292,15 @@ pub fn run_ground_truth(
             .collect(),
         limits: run.limits.clone(),
     };
-    let result = pytest
-        .run(sandbox)
-        .map_err(|source| MutationError::Sandbox {
-            id: record.id.clone(),
-            mutant: mutant.map_or_else(|| "none (the control run)".into(), |m| m.id.clone()),
-            source,
-        })?;
+    let result = match run.warm {
+        Some(pool) => pytest.run_warm(sandbox, pool),
+        None => pytest.run(sandbox),
+    }
+    .map_err(|source| MutationError::Sandbox {
+        id: record.id.clone(),
+        mutant: mutant.map_or_else(|| "none (the control run)".into(), |m| m.id.clone()),
+        source,
+    })?;
     verdict_of(
         record,
         mutant,

@@ -975,6 +975,35 @@ fn the_mutants_sidecar_is_byte_identical_for_a_seed() {
     assert_ne!(other[0].seed, records[0].seed);
 }
 
+/// The ground truth's mutant runs go through warm workers unless `--cold`, and the sidecar is
+/// the same bytes both ways: a mutant of a body that ran at import (`build_table`, run while
+/// `table.py` is imported) and mutants of bodies only tests run alike.
+#[test]
+fn the_mutants_sidecar_is_the_same_warm_and_cold() {
+    let Some((dir, input)) = pyedge_input(&["test_biggest.py", "test_util.py", "test_table.py"])
+    else {
+        return;
+    };
+    let bytes = |name: &str, extra: &[&str]| {
+        let out = dir.path().join(name);
+        let mut args = vec!["--mutants", "6"];
+        args.extend_from_slice(extra);
+        calibrate_pyedge_to(&input, &out, &args);
+        std::fs::read_to_string(dir.path().join(format!("{name}.mutants.jsonl"))).unwrap()
+    };
+    let warm = bytes("warm.jsonl", &[]);
+    let cold = bytes("cold.jsonl", &["--cold"]);
+    assert_eq!(warm, cold);
+    let records = sidecar(&dir.path().join("warm.jsonl.mutants.jsonl"));
+    assert!(records.len() >= 3, "{records:?}");
+    assert!(
+        records
+            .iter()
+            .any(|r| r.kept.iter().any(|m| m.path == "src/a/table.py")),
+        "a mutant of the module run at import is kept: {records:?}"
+    );
+}
+
 /// --resume writes each problem's sidecar record once: after a whole run, after a run that
 /// stopped between the sidecar record and the output record, and after a run without
 /// --mutants (the output's kept problems get their mutants, without being calibrated again).

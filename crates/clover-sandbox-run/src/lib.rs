@@ -577,7 +577,8 @@ impl<'a> ResponseRunner<'a> {
                 };
                 let r = self.run_pytest(&invocation)?;
                 if r.outcome == Outcome::Passed && !mutants.is_empty() {
-                    mutation = Some(self.run_mutants(cfg, &invocation, &file, mutants)?);
+                    mutation =
+                        Some(self.run_mutants(cfg, &invocation, r.run.duration, &file, mutants)?);
                 }
                 (r.run, r.outcome, r.tests, r.coverage, r.message)
             }
@@ -622,11 +623,13 @@ impl<'a> ResponseRunner<'a> {
     /// Runs `candidate` (as `original` ran it) once per mutant, each mutant's file written
     /// over its original beside the candidate in a fresh view, without coverage, pytest
     /// stopping at the first failing test (`-x`): the candidate kills a mutant on which it
-    /// does not pass.
+    /// does not pass. Each run ends within `mutant_limits` of the candidate's own (`plain`,
+    /// its time), as calibrate's runs of the ground truth on the mutants did.
     fn run_mutants(
         &self,
         cfg: &RepoConfig,
         original: &PytestRun,
+        plain: std::time::Duration,
         candidate: &WriteFile,
         mutants: &[KeptMutant],
     ) -> Result<Mutation, ResponseError> {
@@ -636,6 +639,7 @@ impl<'a> ResponseRunner<'a> {
             Some((_, v)) => v.push(" -x"),
             None => env.push(("PYTEST_ADDOPTS".into(), "-x".into())),
         }
+        let limits = clover_sandbox::gtest::mutant_limits(&original.limits, plain);
         let mut verdicts = Vec::with_capacity(mutants.len());
         let mut cold = 0;
         for m in mutants {
@@ -650,6 +654,7 @@ impl<'a> ResponseRunner<'a> {
                 ],
                 cov_sources: Vec::new(),
                 env: env.clone(),
+                limits: limits.clone(),
                 ..original.clone()
             };
             let r = self.run_pytest(&run)?;
