@@ -15,6 +15,10 @@
 //! reads the context, so every other instance would run a candidate file already run, with
 //! the same facts to score it by.
 //!
+//! The oracle's `po` responses of Tasks II and III and of C++ also go through the mutation
+//! pass (`bench_corpus_mutation`): calibrate judges the mutants of the problems they answer,
+//! and sandbox-run runs them plain and with `--mutation`.
+//!
 //! Also measured in the same run: each Python package's whole suite bare and sandboxed
 //! (`sandbox_bench pytest`, interleaved), and the peak memory of sandbox-run and score on 1×
 //! and 10× the records (copies with new ids), which must stay flat.
@@ -182,6 +186,19 @@ pub fn run(root: &Path, names: &[String], build: bool) -> Result<()> {
         warm_cold.push(WarmCold::compare(model, warm, cold, &result, &cold_result)?);
         results.push(result);
     }
+    // The mutation pass over the oracle's responses of the tasks that have one.
+    let mutation = {
+        let mut timed = |name: &str, subject: &str, args: &[&str]| -> Result<f64> {
+            Ok(stage(name, subject, args)?.secs)
+        };
+        crate::bench_corpus_mutation::run(
+            &work,
+            &m,
+            Path::new(&joined),
+            Path::new(&file("responses-oracle.jsonl")),
+            &mut timed,
+        )?
+    };
     let report = file("score.json");
     let mut score_args: Vec<&str> = results.iter().map(String::as_str).collect();
     score_args.extend(["--by-repo", "--format", "json", "-o", &report]);
@@ -208,6 +225,7 @@ pub fn run(root: &Path, names: &[String], build: bool) -> Result<()> {
         suites,
         flat,
         warm_cold,
+        mutation,
         xtask_kib: vm_hwm_kib("/proc/self/status").unwrap_or(0),
         total_secs: started.elapsed().as_secs_f64(),
     };
@@ -798,8 +816,9 @@ struct Figures {
     durations: BTreeMap<String, (usize, f64)>,
     suites: Vec<Suite>,
     flat: Vec<Flat>,
-    /// This command's own peak: the floor of every `wait4` figure.
     warm_cold: Vec<WarmCold>,
+    mutation: crate::bench_corpus_mutation::MutationPass,
+    /// This command's own peak: the floor of every `wait4` figure.
     xtask_kib: u64,
     total_secs: f64,
 }
@@ -931,6 +950,7 @@ impl Figures {
                 ));
             }
         }
+        out.extend(self.mutation.missed());
         for f in &self.flat {
             if f.ratio() > FLAT_TARGET {
                 out.push(format!(
@@ -1048,6 +1068,8 @@ impl Figures {
                 wc.differ.len()
             )?;
         }
+
+        self.mutation.section(&mut md)?;
 
         writeln!(md, "\n### Instances per task and setting\n")?;
         let mut settings: Vec<&String> = self.built.values().flat_map(|s| s.keys()).collect();
@@ -1505,6 +1527,7 @@ mod tests {
                 one: cost(one_kib),
                 ten: cost(ten_kib),
             }],
+            mutation: Default::default(),
             xtask_kib: 1024,
             total_secs: 120.0,
         }

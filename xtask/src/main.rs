@@ -16,6 +16,7 @@
 mod bench;
 mod bench_calibrate;
 mod bench_corpus;
+mod bench_corpus_mutation;
 mod bench_cpp;
 mod corpus;
 mod corpus_extract;
