@@ -60,6 +60,9 @@ const FLAT_RECORDS: usize = 24;
 const FLAT_COPIES: usize = 10;
 /// Peak memory at 10× may be at most this many times the peak at 1×.
 const FLAT_TARGET: f64 = 1.2;
+/// calibrate of a Python package may take at most this many times one bare `pytest --cov`
+/// of its whole suite (issue 18).
+const CALIBRATE_TARGET: f64 = 1.5;
 /// Interleaved bare/sandboxed runs of each Python suite.
 const SUITE_RUNS: usize = 3;
 
@@ -951,6 +954,17 @@ impl Figures {
             }
         }
         out.extend(self.mutation.missed());
+        for p in &self.packages {
+            if let Some(r) = self
+                .calibrate_ratio(&p.name)
+                .filter(|&r| r > CALIBRATE_TARGET)
+            {
+                out.push(format!(
+                    "{}: calibrate takes {r:.2}× one bare `pytest --cov` of its suite (want ≤ {CALIBRATE_TARGET}×)",
+                    p.name
+                ));
+            }
+        }
         for f in &self.flat {
             if f.ratio() > FLAT_TARGET {
                 out.push(format!(
@@ -964,6 +978,21 @@ impl Figures {
             }
         }
         out
+    }
+
+    /// A Python package's calibrate (`--runs 3`, every problem) against one bare run of its
+    /// whole suite under `pytest --cov` (the suites' table).
+    fn calibrate_ratio(&self, name: &str) -> Option<f64> {
+        let p = self.packages.iter().find(|p| p.name == name)?;
+        if p.language != "Python" {
+            return None;
+        }
+        let suite = self.suites.iter().find(|s| s.name == name)?;
+        let c = self
+            .runs
+            .iter()
+            .find(|r| r.stage == "calibrate" && r.subject == name)?;
+        Some(c.cost.secs / suite.bare_secs.max(1e-9))
     }
 
     fn command(&self) -> String {
@@ -1213,9 +1242,9 @@ impl Figures {
         writeln!(md, "\nextract and calibrate per package:\n")?;
         writeln!(
             md,
-            "| package | extract | calibrate | calibrate peak RSS, tree | stage alone |"
+            "| package | extract | calibrate | calibrate / one bare `pytest --cov` of the suite (target ≤ {CALIBRATE_TARGET}×) | calibrate peak RSS, tree | stage alone |"
         )?;
-        writeln!(md, "|---|---:|---:|---:|---:|")?;
+        writeln!(md, "|---|---:|---:|---:|---:|---:|")?;
         for p in &self.packages {
             let get = |stage: &str| {
                 self.runs
@@ -1225,9 +1254,12 @@ impl Figures {
                     .unwrap_or_default()
             };
             let (e, c) = (get("extract"), get("calibrate"));
+            let ratio = self
+                .calibrate_ratio(&p.name)
+                .map_or("—".to_string(), |r| format!("{r:.2}×"));
             writeln!(
                 md,
-                "| {} | {:.2} s | {:.1} s | {} | {} |",
+                "| {} | {:.2} s | {:.1} s | {ratio} | {} | {} |",
                 p.name,
                 e.secs,
                 c.secs,
