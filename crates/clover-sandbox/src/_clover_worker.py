@@ -283,6 +283,7 @@ class Zygote:
                         continue
                     self.reporters[key] = fr
         self.compile_sources()
+        self.warm_patterns()
         # The files the zygote has executed: a candidate that brings its own version of one
         # (a conftest, a module the conftests imported, a mutant of the package) would not be
         # read again in the fork. When only function bodies differ and none of those functions
@@ -297,6 +298,35 @@ class Zygote:
         if self.ran is not None:
             self.index_functions()
         self.freeze()
+
+    def warm_patterns(self):
+        """Compiles here, once, the patterns every candidate's run would compile for itself:
+        the JUnit report's escape of characters XML cannot hold (one large character class,
+        about 7 ms of CPU a run on the fixture, more than the fixture's tests take) and its
+        naming of test modules, and the
+        globs collection matches paths against (norecursedirs, python_files, doctest's
+        glob). `re` and `fnmatch` cache a compiled pattern by its text, so a run finds these
+        in the cache it inherits: nothing it sees or does differs but the time. A pytest
+        without one of these helpers only misses the head start."""
+        try:
+            from _pytest.junitxml import bin_xml_escape, mangle_test_address
+
+            bin_xml_escape("")
+            mangle_test_address("x.py::x")
+        except Exception:
+            pass
+        try:
+            from _pytest.pathlib import fnmatch_ex
+
+            globs = []
+            for name in ("norecursedirs", "python_files"):
+                globs += [g for g in self.config.getini(name) if isinstance(g, str)]
+            globs += self.config.getoption("doctestglob", None) or ["test*.txt"]
+            probe = os.path.join(self.repo, "x")
+            for g in globs:
+                fnmatch_ex(g, probe)
+        except Exception:
+            pass
 
     def track_calls(self):
         """Notes each function of the repository that runs before the fork (at import, while

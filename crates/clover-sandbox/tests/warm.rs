@@ -84,6 +84,41 @@ fn warm_runs_give_the_cold_verdicts_on_the_fixture() {
     }
 }
 
+/// The worker compiles, before it forks, the patterns every run would compile for itself:
+/// a warm candidate finds JUnit's escape of characters XML cannot hold in the `re` cache it
+/// inherits before any report is written, a cold one does not.
+#[test]
+fn a_warm_candidate_inherits_the_compiled_report_pattern() {
+    let Some(py) = clover_testkit::python() else {
+        return;
+    };
+    let Some(sb) = sandbox() else { return };
+    // Checked while the module is imported, before JUnit has recorded any report (which
+    // compiles the escape in a cold run).
+    let text = r#"
+import re
+
+from _pytest import junitxml
+
+ESCAPE = next(
+    c
+    for c in junitxml.bin_xml_escape.__code__.co_consts
+    if isinstance(c, str) and c.startswith("[^")
+)
+COMPILED = any(key[1] == ESCAPE for key in re._cache)
+
+
+def test_the_escape_was_compiled_before_the_run():
+    assert COMPILED
+"#;
+    let run = candidate(&py, "tests/test_clover_candidate.py", text);
+    let pool = WarmPool::new();
+    let warm = run.run_warm(&sb, &pool).unwrap();
+    assert_eq!(warm.outcome, Outcome::Passed, "{:?}", warm.message);
+    let cold = run.run(&sb).unwrap();
+    assert_eq!(cold.outcome, Outcome::Failed, "a cold run compiles them itself");
+}
+
 /// What one candidate does to the package, the files it can reach, its memory or the
 /// processes around it is gone for the next candidate the same worker serves: a clean
 /// candidate after each gives the verdict and coverage it gives alone, cold.
