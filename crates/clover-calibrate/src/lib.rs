@@ -46,8 +46,9 @@
 //! kills go to the sidecar `OUTPUT.mutants.jsonl`.
 //! A C++ problem's ground truth (its test file, whole) runs against mutants of its focal
 //! source, on the lines it covered: compiled once per problem, then per mutant only the focal
-//! source is compiled again and linked, and the binary stops at its first failing test; a
-//! mutant that does not compile is `invalid`. A header-only focal source gets none.
+//! source is compiled again and linked (a header: the test file too, and every library source
+//! that includes it), and the binary stops at its first failing test; a mutant that does not
+//! compile is `invalid`.
 //!
 //! # What it deliberately does not do
 //!

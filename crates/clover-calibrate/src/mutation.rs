@@ -3,10 +3,11 @@
 //! sidecar (`clover_protocol::ProblemMutants`), the bar of the mutation score.
 //!
 //! A Python problem's focal code is its targets' bodies and unique blocks; a C++ problem's is
-//! its focal source (a translation unit of the library; a header-only source is not mutated),
-//! both on the lines the ground truth reached. A C++ ground truth is compiled once per problem
+//! its focal source (a translation unit of the library, or a header), both on the lines the
+//! ground truth reached. A C++ ground truth is compiled once per problem
 //! (`clover_sandbox::gtest::MutantHarness`) and each mutant recompiles only the focal source
-//! and relinks; a mutant that does not compile is `invalid`.
+//! (a header: the test file and the library sources that include it) and relinks; a mutant
+//! that does not compile is `invalid`.
 //!
 //! A problem is split into a [`Sample`] (drawn without running anything) and its runs
 //! ([`run_ground_truth`]: one sandbox run per mutant, and one on the original code), so the
@@ -26,8 +27,7 @@ use clover_protocol::{
     CalibratedProblem, Language, LineRanges, Outcome, ProblemMutants, TestCase, TestOutcome,
 };
 use clover_sandbox::gtest::{
-    is_translation_unit, mutant_limits, CppProject, GtestRun, LibraryCache, LibraryError,
-    MutantHarness, Replacement,
+    mutant_limits, CppProject, GtestRun, LibraryCache, LibraryError, MutantHarness, Replacement,
 };
 use clover_sandbox::pytest::PytestRun;
 use clover_sandbox::{Limits, Sandbox, SandboxError, WarmPool, WriteFile};
@@ -106,9 +106,9 @@ struct Prepared {
 }
 
 /// Whether `record` gets mutants: a problem calibrate kept (neither excluded nor flaky) with
-/// some focal code: a Python problem with targets or unique blocks, a C++ problem whose focal
-/// source is a translation unit (a mutated header would have to be compiled into every object
-/// that includes it, not one).
+/// some focal code: a Python problem with targets or unique blocks, a C++ problem with its
+/// pair (a translation unit or a header: the harness compiles a mutated header into every
+/// object that includes it).
 pub fn wants_mutants(record: &CalibratedProblem) -> bool {
     let p = &record.problem;
     record.exclusion.is_none()
@@ -117,10 +117,7 @@ pub fn wants_mutants(record: &CalibratedProblem) -> bool {
                 p.python.is_some()
                     && !(record.targets.is_empty() && record.unique_blocks.is_empty())
             }
-            Language::Cpp => p
-                .cpp
-                .as_ref()
-                .is_some_and(|c| is_translation_unit(Path::new(&c.file_path))),
+            Language::Cpp => p.cpp.is_some(),
         }
 }
 

@@ -1,7 +1,8 @@
 //! `clover-sandbox-run --mutation` on C++ responses: the real binary on a small GoogleTest
 //! repository of its own, with the kept mutants judged here as calibrate judges them (the
 //! ground truth through the GoogleTest runner's mutant harness). The oracle kills every kept
-//! mutant, a test without assertions none, a test that fails on the original code runs none.
+//! mutant, a test without assertions none, a test that fails on the original code runs none;
+//! the same for the mutants of a header-only focal source.
 //! Prints the seconds of a mutant run against the candidate's plain run (never asserted).
 
 use std::collections::BTreeMap;
@@ -33,6 +34,19 @@ fn limits() -> Limits {
 /// Calibrate's part, with clover-mutate's own API and the runner's mutant harness: every
 /// mutant of the focal source, judged by the ground truth, as the sidecar record.
 fn calibrated_mutants(root: &Path) -> ProblemMutants {
+    judged(root, PROBLEM, "src/calc.cc", CALC, TEST_PATH, ORACLE)
+}
+
+/// Every mutant of `source` (at `path`) of problem `id`, judged by the test file `test` at
+/// `test_path`, as the sidecar record.
+fn judged(
+    root: &Path,
+    id: &str,
+    path: &str,
+    source: &str,
+    test_path: &str,
+    test: &str,
+) -> ProblemMutants {
     let sandbox = Sandbox::new().unwrap();
     let cache_dir = tempfile::tempdir().unwrap();
     let cache = LibraryCache::new(cache_dir.path()).unwrap();
@@ -41,20 +55,20 @@ fn calibrated_mutants(root: &Path) -> ProblemMutants {
     let truth = GtestRun {
         project: &project,
         test_file: WriteFile {
-            path: TEST_PATH.into(),
-            contents: ORACLE.into(),
+            path: test_path.into(),
+            contents: test.into(),
         },
         filter: Vec::new(),
         limits: limits(),
     };
     let harness = truth.mutant_harness(&sandbox, &cache).unwrap().unwrap();
     let files = [clover_mutate::SourceFile {
-        path: "src/calc.cc",
+        path,
         language: Language::Cpp,
-        text: CALC,
+        text: source,
         focus: clover_mutate::Focus::Whole,
     }];
-    clover_mutate::judge_problem(PROBLEM, &files, 20, 0, |m| {
+    clover_mutate::judge_problem(id, &files, 20, 0, |m| {
         let replaced = Replacement {
             source: Path::new(&m.path),
             text: m.text.as_bytes(),
@@ -73,7 +87,13 @@ fn calibrated_mutants(root: &Path) -> ProblemMutants {
 
 /// A response of `model` to the problem's one C++ instance, answering `test`.
 fn response(model: &str, test: &str) -> Response {
-    let instance_id = format!("{PROBLEM}#cpp_unit_test#po");
+    response_to(PROBLEM, "calc", TEST_PATH, model, test)
+}
+
+/// A response of `model` to the one C++ instance of `problem` of `repo`, answering `test`
+/// at `test_path`.
+fn response_to(problem: &str, repo: &str, test_path: &str, model: &str, test: &str) -> Response {
+    let instance_id = format!("{problem}#cpp_unit_test#po");
     Response {
         kind: RecordKind::Response,
         schema_version: SCHEMA_VERSION,
@@ -82,20 +102,51 @@ fn response(model: &str, test: &str) -> Response {
         model: model.into(),
         task: Task::CppUnitTest,
         setting: "po".into(),
-        repo: "calc".into(),
+        repo: repo.into(),
         text: format!("Here is the test:\n```cpp\n{test}```\n"),
         error: None,
         generation: Default::default(),
         exec: ExecSpec {
-            repo: "calc".into(),
+            repo: repo.into(),
             language: Some(Language::Cpp),
-            candidate_path: TEST_PATH.into(),
+            candidate_path: test_path.into(),
             prefix: String::new(),
             suffix: String::new(),
             selectors: Vec::new(),
         },
         scoring: BTreeMap::new(),
     }
+}
+
+/// Runs the stage with `--mutation sidecar` on `responses` to the repository at `root`; its
+/// results.
+fn sandbox_run(dir: &Path, root: &Path, responses: &[Response], sidecar: &Path) -> Vec<RunResult> {
+    let input = dir.join("responses.jsonl");
+    let text: String = responses
+        .iter()
+        .map(|r| serde_json::to_string(r).unwrap() + "\n")
+        .collect();
+    std::fs::write(&input, text).unwrap();
+    let output = dir.join("results.jsonl");
+    let out = Command::new(env!("CARGO_BIN_EXE_clover-sandbox-run"))
+        .arg(&input)
+        .arg("-o")
+        .arg(&output)
+        .arg("--cache-dir")
+        .arg(dir.join("cache"))
+        .arg("--repo")
+        .arg(root)
+        .arg("--mutation")
+        .arg(sidecar)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    std::fs::read_to_string(&output)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
 }
 
 #[test]
@@ -136,32 +187,7 @@ fn the_cpp_mutation_pass_scores_the_oracle_full_and_a_hollow_test_zero() {
              TEST(Calc, Wrong) { EXPECT_EQ(Clamp(5, 3), 4); }\n",
         ),
     ];
-    let input = dir.path().join("responses.jsonl");
-    let text: String = responses
-        .iter()
-        .map(|r| serde_json::to_string(r).unwrap() + "\n")
-        .collect();
-    std::fs::write(&input, text).unwrap();
-    let output = dir.path().join("results.jsonl");
-    let out = Command::new(env!("CARGO_BIN_EXE_clover-sandbox-run"))
-        .arg(&input)
-        .arg("-o")
-        .arg(&output)
-        .arg("--cache-dir")
-        .arg(dir.path().join("cache"))
-        .arg("--repo")
-        .arg(&root)
-        .arg("--mutation")
-        .arg(&sidecar)
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}");
-    let results: Vec<RunResult> = std::fs::read_to_string(&output)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let results = sandbox_run(dir.path(), &root, &responses, &sidecar);
     let [oracle, hollow, wrong] = &results[..] else {
         panic!("{results:?}")
     };
@@ -199,4 +225,57 @@ fn the_cpp_mutation_pass_scores_the_oracle_full_and_a_hollow_test_zero() {
             m.duration_secs / f64::from(m.run)
         );
     }
+}
+
+#[test]
+fn the_oracle_kills_every_kept_mutant_of_a_header() {
+    use clover_testkit::counter;
+    let (Some(()), Some(())) = (clover_testkit::root(), clover_testkit::cpp_toolchain()) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let root = counter::write_repo(dir.path());
+    let problem = "counter/src/counter.h";
+    let record = judged(
+        &root,
+        problem,
+        counter::HEADER_PATH,
+        counter::HEADER,
+        counter::TEST_PATH,
+        counter::TEST,
+    );
+    // `limit_` → `0` reaches the test through the library's headroom.cc only.
+    assert!(
+        record
+            .kept
+            .iter()
+            .any(|m| m.id == "src/counter.h:17:30:return_value:0"),
+        "{record:?}"
+    );
+    assert!(
+        !record.survived.is_empty() && !record.invalid.is_empty(),
+        "{record:?}"
+    );
+    let kept = record.kept.len() as u32;
+    let sidecar = dir.path().join("calibrated.mutants.jsonl");
+    std::fs::write(&sidecar, serde_json::to_string(&record).unwrap() + "\n").unwrap();
+    let answer = |model, test| response_to(problem, "counter", counter::TEST_PATH, model, test);
+    let responses = [
+        answer("oracle", counter::TEST),
+        answer("hollow", counter::HOLLOW),
+    ];
+    let results = sandbox_run(dir.path(), &root, &responses, &sidecar);
+    let [oracle, hollow] = &results[..] else {
+        panic!("{results:?}")
+    };
+    assert_eq!(oracle.outcome, Outcome::Passed, "{:?}", oracle.message);
+    let m = &oracle.mutation;
+    assert_eq!((m.kept, m.run, m.killed), (Some(kept), kept, kept), "{m:?}");
+    assert_eq!(hollow.outcome, Outcome::Passed, "{:?}", hollow.message);
+    let m = &hollow.mutation;
+    assert_eq!((m.kept, m.run, m.killed), (Some(kept), kept, 0), "{m:?}");
+    assert_eq!(
+        std::fs::read_to_string(root.join(counter::HEADER_PATH)).unwrap(),
+        counter::HEADER
+    );
 }

@@ -30,7 +30,9 @@
 //! object, and every [`MutantHarness::run`] compiles only the mutated translation unit of the
 //! library (with the library's own command line), links it in place of its cached object, and
 //! runs the binary with `--gtest_fail_fast`, in a fresh view, without coverage; a mutant that
-//! does not compile is `compile_error`.
+//! does not compile is `compile_error`. A mutated header is compiled into the test object
+//! again and into each library object whose compile read it (the build's dependency files,
+//! kept per object in the cache).
 //!
 //! `.gcda` counters exist only in the view of the run that wrote them and in the one that
 //! reads them, so no run ever counts into another's coverage.
@@ -86,6 +88,8 @@ const GTEST_MAIN: &str = "gtest_main";
 /// A shell condition that holds when the test file's object defines `main` (POSIX `nm`
 /// output: name, type, value).
 const DEFINES_MAIN: &str = "nm -P --defined-only .clover-build/candidate.o | grep -q '^main [TW] '";
+/// Marks a test object that defines its own `main` (linked without `gtest_main`).
+const OWN_MAIN: &str = ".clover-out/own-main";
 
 /// The linker tried first when [`FastBuild::fast_linker`] is on and it is installed; a link
 /// it fails is done again with the compiler's default.
@@ -410,11 +414,22 @@ struct Object {
     stem: String,
     object: Vec<u8>,
     gcno: Vec<u8>,
+    /// The repository's files its compile read (its dependency file's, repository-relative):
+    /// a mutated header is compiled again into exactly the objects that read it. `None` for
+    /// a build cached before the list was kept, where every object counts as reading it.
+    reads: Option<Vec<String>>,
 }
 
 impl Object {
     fn path(&self, ext: &str) -> PathBuf {
         Path::new(LIB_DIR).join(format!("{}.{ext}", self.stem))
+    }
+
+    /// Whether its compile read `file` (repository-relative), or may have.
+    fn reads(&self, file: &str) -> bool {
+        self.reads
+            .as_ref()
+            .is_none_or(|r| r.iter().any(|f| f == file))
     }
 }
 
@@ -432,6 +447,23 @@ impl LibraryBuild {
     /// The repository-relative sources it was compiled from.
     pub fn sources(&self) -> impl Iterator<Item = &Path> {
         self.objects.iter().map(|o| o.source.as_path())
+    }
+
+    /// The sources whose objects a mutant of `header` (repository-relative) compiles again:
+    /// those whose compile read it, by the dependency files of the build; every source for a
+    /// build cached without them.
+    pub fn sources_reading(&self, header: &Path) -> Vec<&Path> {
+        self.objects_reading(header)
+            .map(|o| o.source.as_path())
+            .collect()
+    }
+
+    fn objects_reading(&self, header: &Path) -> impl Iterator<Item = &Object> {
+        // Lexically, as the dependency files' names were made repository-relative.
+        let header = gcov::repo_relative(&header.to_string_lossy(), Path::new("/"));
+        self.objects
+            .iter()
+            .filter(move |o| header.as_deref().is_some_and(|h| o.reads(h)))
     }
 }
 
@@ -650,15 +682,25 @@ impl LibraryCache {
             let (Some(o), Some(g), Some(d)) = (files.next(), files.next(), files.next()) else {
                 unreachable!("three collected files per object")
             };
-            match d.content.bytes() {
-                Some(text) => inputs.extend(depfile_inputs(&String::from_utf8_lossy(text))),
+            let reads = match d.content.bytes() {
+                Some(text) => {
+                    let deps = depfile_inputs(&String::from_utf8_lossy(text));
+                    let mut reads: Vec<String> = deps
+                        .iter()
+                        .filter_map(|f| gcov::repo_relative(&f.to_string_lossy(), repo))
+                        .collect();
+                    reads.sort();
+                    reads.dedup();
+                    inputs.extend(deps);
+                    reads
+                }
                 None => {
                     return Ok(Err(format!(
                         "the build of {} left no dependency file",
                         source.display()
                     )))
                 }
-            }
+            };
             match (o.content, g.content) {
                 (
                     Collected::Read {
@@ -674,6 +716,7 @@ impl LibraryCache {
                     stem,
                     object,
                     gcno,
+                    reads: Some(reads),
                 }),
                 _ => {
                     return Ok(Err(format!(
@@ -703,6 +746,9 @@ impl LibraryCache {
                 stem: stem.to_string(),
                 object: std::fs::read(dir.join(format!("{stem}.o"))).ok()?,
                 gcno: std::fs::read(dir.join(format!("{stem}.gcno"))).ok()?,
+                reads: std::fs::read_to_string(dir.join(format!("{stem}.reads")))
+                    .ok()
+                    .map(|t| t.lines().map(String::from).collect()),
             });
         }
         let inputs = std::fs::read_to_string(dir.join("inputs")).ok()?;
@@ -731,6 +777,10 @@ impl LibraryCache {
         for o in &b.objects {
             std::fs::write(tmp.join(format!("{}.o", o.stem)), &o.object)?;
             std::fs::write(tmp.join(format!("{}.gcno", o.stem)), &o.gcno)?;
+            if let Some(reads) = &o.reads {
+                let list: String = reads.iter().map(|f| format!("{f}\n")).collect();
+                std::fs::write(tmp.join(format!("{}.reads", o.stem)), list)?;
+            }
             writeln!(index, "{}\t{}", o.stem, o.source.display())?;
         }
         drop(index);
@@ -950,25 +1000,11 @@ impl<'a> GtestRun<'a> {
     fn plan(&self, sandbox: &Sandbox, cache: &LibraryCache, repo: &Path) -> BuildPlan {
         let fast = cache.fast;
         let p = self.project;
-        let mut plan = BuildPlan {
-            test_file: self.test_file.clone(),
-            pch: None,
-            compile_flags: Vec::new(),
-            link_flags: Vec::new(),
-            narrow: false,
-            note: None,
-        };
-        let filter = fast
-            .narrow_instrumentation
+        let mut plan = self.plan_without_pch(cache, repo);
+        let filter = plan
+            .narrow
             .then(|| instrumentation_filter(repo, &self.test_file.path))
             .flatten();
-        if let Some([only, not]) = &filter {
-            plan.compile_flags.extend([only.clone(), not.clone()]);
-            plan.narrow = true;
-        }
-        if fast.fast_linker && which(FAST_LINKER).is_some() {
-            plan.link_flags.push(format!("-fuse-ld={FAST_LINKER}"));
-        }
         let prefix = fast
             .precompiled_headers
             .then(|| pch::include_prefix(&self.test_file.contents))
@@ -1021,6 +1057,33 @@ impl<'a> GtestRun<'a> {
                     "compiled without a precompiled header: its build could not run: {e}"
                 ))
             }
+        }
+        plan
+    }
+
+    /// The part of [`GtestRun::plan`] that needs no precompiled header: the test file whole,
+    /// narrow instrumentation and the fast linker. A run against a mutated header compiles
+    /// the test file this way, since the header may be inside the precompiled prefix.
+    fn plan_without_pch(&self, cache: &LibraryCache, repo: &Path) -> BuildPlan {
+        let fast = cache.fast;
+        let mut plan = BuildPlan {
+            test_file: self.test_file.clone(),
+            pch: None,
+            compile_flags: Vec::new(),
+            link_flags: Vec::new(),
+            narrow: false,
+            note: None,
+        };
+        let filter = fast
+            .narrow_instrumentation
+            .then(|| instrumentation_filter(repo, &self.test_file.path))
+            .flatten();
+        if let Some([only, not]) = &filter {
+            plan.compile_flags.extend([only.clone(), not.clone()]);
+            plan.narrow = true;
+        }
+        if fast.fast_linker && which(FAST_LINKER).is_some() {
+            plan.link_flags.push(format!("-fuse-ld={FAST_LINKER}"));
         }
         plan
     }

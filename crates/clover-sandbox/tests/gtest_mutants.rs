@@ -2,8 +2,9 @@
 //! mutated translation unit is compiled again and linked in place of its cached object; the
 //! run stops at the first failing test; a mutant that does not compile is `compile_error`,
 //! not a failure; the cached objects are left as they were; a test without assertions kills
-//! nothing. Prints the seconds of a mutant run against a plain candidate run (never
-//! asserted).
+//! nothing. A mutated header is compiled into the test object and every library object that
+//! includes it (and into all of them for a build cached without the lists). Prints the seconds of a mutant run
+//! against a plain candidate run (never asserted).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -14,8 +15,11 @@ mod common;
 use common::{limits, ready};
 
 use clover_protocol::{Outcome, TestOutcome};
-use clover_sandbox::gtest::{CppProject, GtestRun, LibraryCache, MutantHarness, Replacement};
+use clover_sandbox::gtest::{
+    CppProject, GtestResult, GtestRun, LibraryCache, MutantHarness, Replacement,
+};
 use clover_sandbox::{Sandbox, WriteFile};
+use clover_testkit::counter;
 
 const CALC: &str = "#include \"calc.h\"\n\n\
 int Clamp(int v, int lo, int hi) {\n  if (v < lo) return lo;\n  if (v > hi) return hi;\n  return v;\n}\n\n\
@@ -149,17 +153,20 @@ fn a_mutant_is_killed_survived_or_does_not_compile() {
     assert!(why.contains("error"), "{why}");
     assert!(broken.tests.is_empty());
 
-    // Only a translation unit of the library can be replaced.
-    let header = h.run(
+    // A translation unit can be replaced only when it is the library's.
+    let test_file = h.run(
         &sb,
         Some(Replacement {
-            source: Path::new("src/calc.h"),
+            source: Path::new("tests/calc_test.cc"),
             text: b"",
         }),
         &limits(),
     );
-    let e = header.unwrap_err().to_string();
-    assert!(e.contains("src/calc.h is not a translation unit"), "{e}");
+    let e = test_file.unwrap_err().to_string();
+    assert!(
+        e.contains("tests/calc_test.cc is not a translation unit of the library"),
+        "{e}"
+    );
 
     // The cached library is only read: the original code passes again, and the cache's files
     // are byte for byte what they were (the precompiled header the harness added aside).
@@ -239,4 +246,129 @@ fn a_test_without_assertions_kills_no_mutant() {
 fn median(v: &mut [f64]) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
+}
+
+/// The header-only repository of the test kit, as a project.
+fn counter_project(dir: &Path) -> CppProject {
+    let root = counter::write_repo(dir);
+    let cfg = clover_manifest::RepoConfig::resolve(None, None, Some(&root))
+        .unwrap()
+        .remove(0);
+    CppProject::from_config(&cfg)
+}
+
+/// The outcome of a run and the tests that failed in it.
+fn verdict(r: &GtestResult) -> (Outcome, Vec<String>) {
+    let failed = r
+        .tests
+        .iter()
+        .filter(|t| t.outcome == TestOutcome::Failed)
+        .map(|t| format!("{}.{}", t.classname, t.name))
+        .collect();
+    (r.outcome, failed)
+}
+
+/// The header's mutants the tests below run: one in the class the test object compiles,
+/// one of a constant only `src/headroom.cc` reads, one that does not compile.
+fn header_mutants() -> [String; 3] {
+    [
+        counter::HEADER.replace("count_ + n > limit_", "count_ + n >= limit_"),
+        counter::HEADER.replace("kReserve = 1", "kReserve = 0"),
+        counter::HEADER.replace("return true;", "return true"),
+    ]
+}
+
+fn on_header<'a>(text: &'a str) -> Option<Replacement<'a>> {
+    Some(Replacement {
+        source: Path::new(counter::HEADER_PATH),
+        text: text.as_bytes(),
+    })
+}
+
+#[test]
+fn a_header_mutant_reaches_every_object_that_includes_it() {
+    let Some(sb) = ready() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let project = counter_project(dir.path());
+    let cache_dir = tempfile::tempdir().unwrap();
+    let cache = LibraryCache::new(cache_dir.path()).unwrap();
+    // The build's dependency files say which library sources include the header.
+    let lib = cache.library(&sb, &project, &limits()).unwrap();
+    assert_eq!(
+        lib.sources_reading(Path::new(counter::HEADER_PATH)),
+        [Path::new("src/headroom.cc")]
+    );
+    assert_eq!(
+        lib.sources_reading(Path::new("src/./counter.h")),
+        [Path::new("src/headroom.cc")]
+    );
+    assert!(lib.sources_reading(Path::new("src/nothing.h")).is_empty());
+
+    let truth = run_of(&project, counter::TEST_PATH, counter::TEST);
+    let h = harness(&sb, &cache, &truth);
+    assert_eq!(
+        h.run(&sb, None, &limits()).unwrap().outcome,
+        Outcome::Passed
+    );
+    let [in_class, in_library, broken] = header_mutants();
+    // The test object is compiled again with the mutated class: Add(1) at 2 of 3 fails.
+    let r = h.run(&sb, on_header(&in_class), &limits()).unwrap();
+    assert_eq!(
+        verdict(&r),
+        (Outcome::Failed, vec!["Counter.Adds".into()]),
+        "{:?}",
+        r.message
+    );
+    // `kReserve` is compiled into headroom.cc's object only: the mutant is killed because
+    // that object is compiled again.
+    let r = h.run(&sb, on_header(&in_library), &limits()).unwrap();
+    assert_eq!(
+        verdict(&r),
+        (Outcome::Failed, vec!["Counter.Headroom".into()]),
+        "{:?}",
+        r.message
+    );
+    let r = h.run(&sb, on_header(&broken), &limits()).unwrap();
+    assert_eq!(r.outcome, Outcome::CompileError, "{:?}", r.message);
+    assert!(r.message.unwrap_or_default().contains("error"));
+
+    // A test without assertions kills none of the header's mutants that compile.
+    let hollow = run_of(&project, "tests/hollow_test.cc", counter::HOLLOW);
+    let hh = harness(&sb, &cache, &hollow);
+    for m in [&in_class, &in_library] {
+        let r = hh.run(&sb, on_header(m), &limits()).unwrap();
+        assert_eq!(r.outcome, Outcome::Passed, "{:?}", r.message);
+    }
+
+    // A build cached before the lists were kept has none: every library object counts as
+    // reading the header and is compiled again, with the same verdicts.
+    let mut lists = 0;
+    for e in walkdir(cache_dir.path()) {
+        if e.extension().is_some_and(|x| x == "reads") {
+            std::fs::remove_file(&e).unwrap();
+            lists += 1;
+        }
+    }
+    assert_eq!(lists, 2, "one list per library object");
+    let old = LibraryCache::new(cache_dir.path()).unwrap();
+    let lib = old.library(&sb, &project, &limits()).unwrap();
+    assert_eq!(
+        lib.sources_reading(Path::new(counter::HEADER_PATH)),
+        [Path::new("src/headroom.cc"), Path::new("src/other.cc")]
+    );
+    let h = harness(&sb, &old, &truth);
+    let r = h.run(&sb, on_header(&in_library), &limits()).unwrap();
+    assert_eq!(
+        verdict(&r),
+        (Outcome::Failed, vec!["Counter.Headroom".into()])
+    );
+    assert_eq!(
+        std::fs::read_to_string(project.repo.join(counter::HEADER_PATH)).unwrap(),
+        counter::HEADER
+    );
+}
+
+/// Every file below `dir`.
+fn walkdir(dir: &Path) -> Vec<PathBuf> {
+    snapshot(dir).into_keys().collect()
 }

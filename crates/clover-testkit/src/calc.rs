@@ -20,24 +20,17 @@ TEST(Calc, Greets) { EXPECT_EQ(Greet(\"bo\"), \"hi bo\"); }\n";
 
 /// Writes the repository to `dir/calc` and returns that folder.
 pub fn write_repo(dir: &Path) -> PathBuf {
-    let root = dir.join("calc");
-    for (path, text) in [
-        (
-            "clover.toml",
-            "[[repo]]\nname = \"calc\"\npath = \".\"\nlanguage = \"cpp\"\n\
-             source_dirs = [\"src\"]\ntest_dirs = [\"tests\"]\ninclude_dirs = [\"src\"]\n\
-             cxxflags = [\"-std=c++17\", \"-O0\"]\nlink = [\"gtest_main\", \"gtest\", \"pthread\"]\n",
-        ),
-        (
-            "src/calc.h",
-            "#include <string>\n\nint Clamp(int v, int hi);\nstd::string Greet(const std::string& name);\n",
-        ),
-        ("src/calc.cc", SOURCE),
-        (TEST_PATH, TEST),
-    ] {
-        let p = root.join(path);
-        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::write(p, text).unwrap();
-    }
-    root
+    super::write_cpp_repo(
+        dir,
+        "calc",
+        &[
+            (
+                "src/calc.h",
+                "#include <string>\n\nint Clamp(int v, int hi);\n\
+                 std::string Greet(const std::string& name);\n",
+            ),
+            ("src/calc.cc", SOURCE),
+            (TEST_PATH, TEST),
+        ],
+    )
 }

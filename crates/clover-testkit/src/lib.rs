@@ -12,6 +12,7 @@
 use std::path::{Path, PathBuf};
 
 pub mod calc;
+pub mod counter;
 pub mod fake_chat;
 
 /// The workspace root.
@@ -21,6 +22,26 @@ pub fn workspace_root() -> PathBuf {
         .and_then(Path::parent)
         .expect("clover-testkit lives in crates/")
         .to_path_buf()
+}
+
+/// Writes a small GoogleTest repository to `dir/name` — its manifest (library sources and
+/// headers in `src`, tests in `tests`) and `files` (repository-relative path, text) — and
+/// returns that folder.
+fn write_cpp_repo(dir: &Path, name: &str, files: &[(&str, &str)]) -> PathBuf {
+    let root = dir.join(name);
+    let manifest = format!(
+        "[[repo]]\nname = \"{name}\"\npath = \".\"\nlanguage = \"cpp\"\n\
+         source_dirs = [\"src\"]\ntest_dirs = [\"tests\"]\ninclude_dirs = [\"src\"]\n\
+         cxxflags = [\"-std=c++17\", \"-O0\"]\nlink = [\"gtest_main\", \"gtest\", \"pthread\"]\n"
+    );
+    for (path, text) in
+        std::iter::once(("clover.toml", manifest.as_str())).chain(files.iter().copied())
+    {
+        let p = root.join(path);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+    root
 }
 
 /// A fixture repository, e.g. `fixture("python")`.

@@ -170,7 +170,7 @@ fn is_non_code(code: &str) -> bool {
 /// The repository-relative path of a source name as the compiler recorded it (relative to
 /// the repository root, where every compile runs, or absolute); `None` outside it. Lexical,
 /// as gcovr's `normpath`.
-fn repo_relative(name: &str, repo: &Path) -> Option<String> {
+pub(super) fn repo_relative(name: &str, repo: &Path) -> Option<String> {
     if name.starts_with('<') {
         return None;
     }

@@ -1,13 +1,23 @@
 //! Runs of one test file against mutants of the library under test, for the mutation score.
 //!
-//! A mutant changes one translation unit of the library, so only that one is compiled again:
+//! A mutant of a translation unit changes that one object, so only it is compiled again:
 //! [`GtestRun::mutant_harness`] compiles the test file once into an object (as a candidate is
 //! compiled: precompiled header, narrow instrumentation) and fixes the link line; then each
-//! [`MutantHarness::run`] writes the cached library objects but the mutated source's, the
-//! test object and the mutated source into a fresh view, compiles that source with the
-//! library's own command line into the object's place, links, and `exec`s the binary with
-//! `--gtest_fail_fast`: the first failing test ends the run, as `-x` does for pytest. The
-//! cached objects on the host are only read.
+//! [`MutantHarness::run`]
+//! writes the cached library objects but the mutated source's, the test object and the
+//! mutated source into a fresh view, compiles that source with the library's own command
+//! line into the object's place, links, and `exec`s the binary with `--gtest_fail_fast`: the
+//! first failing test ends the run, as `-x` does for pytest. The cached objects on the host
+//! are only read.
+//!
+//! A mutant of a header (a header-only class) changes every object that includes it: the
+//! test file's, compiled again whole (without the precompiled header, which may hold the
+//! header's original text), and each library object whose compile read the header. Those
+//! are found from the dependency files the library's build writes anyway (`-MMD`, kept per
+//! object in the cache), not by compiling every translation unit again: a header included by
+//! one source of a large library then costs one compile, not all of them, and the list is the
+//! compiler's own, so it is exact. A build cached before the lists were kept has none, and
+//! there every library object is compiled again.
 //!
 //! A mutant that does not compile or link is outcome `compile_error` (its diagnostics the
 //! message), never a test failure: the caller counts it neither killed nor survived. No
@@ -19,17 +29,16 @@ use std::time::Duration;
 
 use clover_protocol::Outcome;
 
+use super::gcov::repo_relative;
 use super::{
-    compile_error, first_errors, run_args, sh_quote, CppProject, GtestResult, GtestRun,
-    LibraryBuild, LibraryCache, LibraryError, BUILD_DIR, CANDIDATE_OBJ, COMPILE_FAILED,
-    COMPILE_LOG, DEFINES_MAIN, GTEST_XML, LIB_DIR, OUT_DIR, TEST_BINARY,
+    compile_error, first_errors, is_translation_unit, run_args, sh_quote, BuildPlan, CppProject,
+    GtestResult, GtestRun, LibraryBuild, LibraryCache, LibraryError, BUILD_DIR, CANDIDATE_OBJ,
+    COMPILE_FAILED, COMPILE_LOG, DEFINES_MAIN, GTEST_XML, LIB_DIR, OUT_DIR, OWN_MAIN, TEST_BINARY,
 };
 use crate::report::parse_junit;
 use crate::spec::{Collected, Limits, RunOutput, RunSpec, WriteFile};
 use crate::{Sandbox, SandboxError};
 
-/// Marks a test object that defines its own `main` (linked without `gtest_main`).
-const OWN_MAIN: &str = ".clover-out/own-main";
 /// The mutant's compile and link diagnostics, and the mark of their failure.
 const MUTANT_LOG: &str = ".clover-out/mutant-build.txt";
 const MUTANT_FAILED: &str = ".clover-out/mutant-build.failed";
@@ -39,7 +48,8 @@ const FAIL_FAST: &str = "--gtest_fail_fast";
 /// One library source replaced by other text for a run.
 #[derive(Debug, Clone, Copy)]
 pub struct Replacement<'a> {
-    /// Repository-relative, one of the library's translation units.
+    /// Repository-relative: one of the library's translation units, or a header (any file
+    /// that is not a translation unit) the test file or library sources may include.
     pub source: &'a Path,
     pub text: &'a [u8],
 }
@@ -56,6 +66,16 @@ pub struct MutantHarness {
     link: String,
     /// GoogleTest filters of every run; none runs every test.
     filter: Vec<String>,
+    /// The test file whole and the line that compiles it into the test object without the
+    /// precompiled header: a run against a mutated header compiles it again.
+    test_file: WriteFile,
+    test_compile: String,
+}
+
+/// A test object as a run compiled it, and whether it defines its own `main`.
+pub(super) struct TestObject {
+    pub bytes: Vec<u8>,
+    pub own_main: bool,
 }
 
 impl GtestRun<'_> {
@@ -107,20 +127,38 @@ impl GtestRun<'_> {
                 return Ok(Err(unmeasured(Outcome::Error, Some(message), run)));
             }
         };
-        let own_main = matches!(run.file(OWN_MAIN), Some(Collected::Read { .. }));
+        let object = TestObject {
+            bytes: test_object,
+            own_main: matches!(run.file(OWN_MAIN), Some(Collected::Read { .. })),
+        };
+        Ok(Ok(self.harness_of(cache, repo, lib, &plan, object)))
+    }
+
+    /// The harness of a test object compiled by `plan`, its link line fixed.
+    pub(super) fn harness_of(
+        &self,
+        cache: &LibraryCache,
+        repo: PathBuf,
+        lib: Arc<LibraryBuild>,
+        plan: &BuildPlan,
+        object: TestObject,
+    ) -> MutantHarness {
         let objs: Vec<String> = lib
             .objects
             .iter()
             .map(|o| o.path("o").to_string_lossy().into_owned())
             .collect();
-        Ok(Ok(MutantHarness {
-            link: self.link_line(&plan, &objs, !own_main),
+        let whole = self.plan_without_pch(cache, &repo);
+        MutantHarness {
+            link: self.link_line(plan, &objs, !object.own_main),
             project: self.project.clone(),
             repo,
             lib,
-            test_object,
+            test_object: object.bytes,
             filter: self.filter.clone(),
-        }))
+            test_file: self.test_file.clone(),
+            test_compile: self.compile_line(&whole),
+        }
     }
 }
 
@@ -136,46 +174,69 @@ impl MutantHarness {
         replaced: Option<Replacement<'_>>,
         limits: &Limits,
     ) -> Result<GtestResult, LibraryError> {
-        let mut files = vec![WriteFile {
-            path: CANDIDATE_OBJ.into(),
-            contents: self.test_object.clone(),
-        }];
-        let mut compile = String::new();
-        let mut swapped = None;
+        let mut files = Vec::new();
+        // Shell lines run before the link: the objects the replacement changes, compiled.
+        let mut compile = Vec::new();
+        let mut recompiled: Vec<&str> = Vec::new();
+        let mut test_recompiled = false;
         if let Some(r) = replaced {
-            let Some(object) = self.lib.objects.iter().find(|o| o.source == r.source) else {
-                return Err(SandboxError::InvalidSpec(format!(
-                    "{} is not a translation unit of the library under test; its sources are {}",
-                    r.source.display(),
-                    self.lib
-                        .sources()
-                        .map(|s| s.display().to_string())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ))
-                .into());
-            };
-            swapped = Some(object.stem.as_str());
             files.push(WriteFile {
                 path: r.source.into(),
                 contents: r.text.to_vec(),
             });
-            let obj = object.path("o").to_string_lossy().into_owned();
-            compile = format!(
-                "{} && ",
-                self.project.compile_library_object(r.source, &obj)
-            );
+            if is_translation_unit(r.source) {
+                let Some(object) = self.lib.objects.iter().find(|o| o.source == r.source) else {
+                    return Err(SandboxError::InvalidSpec(format!(
+                        "{} is not a translation unit of the library under test; its sources are {}",
+                        r.source.display(),
+                        self.lib
+                            .sources()
+                            .map(|s| s.display().to_string())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ))
+                    .into());
+                };
+                recompiled.push(&object.stem);
+            } else {
+                if repo_relative(&r.source.to_string_lossy(), &self.repo).is_none() {
+                    return Err(SandboxError::InvalidSpec(format!(
+                        "{} is not a file of the repository {}",
+                        r.source.display(),
+                        self.repo.display()
+                    ))
+                    .into());
+                }
+                // The test file includes the header (or may, through another): its object
+                // is compiled again from the whole file, beside every library object whose
+                // compile read the header.
+                files.push(self.test_file.clone());
+                compile.push(self.test_compile.clone());
+                test_recompiled = true;
+                recompiled.extend(self.lib.objects_reading(r.source).map(|o| o.stem.as_str()));
+            }
         }
-        files.extend(
-            self.lib
-                .objects
-                .iter()
-                .filter(|o| Some(o.stem.as_str()) != swapped)
-                .map(|o| WriteFile {
-                    path: o.path("o"),
+        if !test_recompiled {
+            files.push(WriteFile {
+                path: CANDIDATE_OBJ.into(),
+                contents: self.test_object.clone(),
+            });
+        }
+        for o in &self.lib.objects {
+            let obj = o.path("o");
+            if recompiled.contains(&o.stem.as_str()) {
+                compile.push(
+                    self.project
+                        .compile_library_object(&o.source, &obj.to_string_lossy()),
+                );
+            } else {
+                files.push(WriteFile {
+                    path: obj,
                     contents: o.object.clone(),
-                }),
-        );
+                });
+            }
+        }
+        let compile: String = compile.iter().map(|c| format!("{c} && ")).collect();
         // The binary replaces the shell, so the run's exit status is its own.
         let script = format!(
             "if ! {{ {compile}{}; }} > {log} 2>&1; then : > {failed}; exit 1; fi\n\
