@@ -18,7 +18,7 @@ use clover_protocol::{
     diag, exit, finish_main, CalibratedProblem, Language, Problem, ProblemMutants, RecordReader,
     RecordWriter, Shard, StageIo, Stopped, Usage,
 };
-use clover_sandbox::gtest::{mutant_limits, LibraryCache};
+use clover_sandbox::gtest::LibraryCache;
 use clover_sandbox::{CheckedInterpreters, Limits, Sandbox};
 use rayon::prelude::*;
 
@@ -613,7 +613,7 @@ fn judge_mutants(
         }
     };
     // First each problem's control run on the original code, which must pass for its mutants'
-    // runs to mean anything, and whose time bounds theirs (`mutant_limits`: a mutant that
+    // runs to mean anything, and whose time bounds theirs (`pytest::mutant_limits`: a mutant that
     // loops forever costs a few times the ground truth, not the repository's whole limit).
     let controls: Vec<Option<Result<Duration, MutationError>>> = ctx.pool.install(|| {
         samples
@@ -651,7 +651,11 @@ fn judge_mutants(
                     unreachable!("runs only of problems whose control run passed")
                 };
                 let own = limits_for(ctx.args, &ctx.repos[&record.repo]);
-                let run = run_of(record, mutant_limits(&own, *control));
+                // (A C++ harness bounds its mutants' runs itself, with its compile's time.)
+                let run = run_of(
+                    record,
+                    clover_sandbox::pytest::mutant_limits(&own, *control),
+                );
                 let mutant = sample.mutants.mutants.get(j);
                 mutation::run_ground_truth(ctx.sandbox, &run, record, sample, mutant)
             })

@@ -323,6 +323,7 @@ fn run_pytest_once(
                 writable: &[PathBuf::from(REPORT_DIR)],
                 collect: &spec.collect,
                 late: false,
+                mutants: &[],
             },
         )
         .ok()

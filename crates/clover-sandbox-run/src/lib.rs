@@ -19,13 +19,15 @@
 //! holds them).
 //!
 //! With [`ResponseRunner::with_mutation`] (`--mutation SIDECAR`, calibrate's kept mutants) a
-//! Python candidate that passes is run again once per kept mutant of its instance's focus
-//! ([`mutation`]), each mutant's file written over the original beside the candidate in a
-//! fresh view, without coverage, pytest stopping at the first failing test; the result's
-//! `mutation` counts the mutants killed (the run did not pass) by operator. A mutant of a
-//! module the repository's conftests import runs in a warm worker that configures pytest per
-//! run (a configured one has executed the original); one no worker can serve runs cold and
-//! is counted so. A C++ candidate that passes runs against the kept mutants of its
+//! Python candidate that passes is run again against each kept mutant of its instance's focus
+//! ([`mutation`]), without coverage, pytest stopping at the first failing test, each run
+//! within `pytest::mutant_limits` of the candidate's own; the result's `mutation` counts the
+//! mutants killed (the run did not pass) by operator. The runs go first in one batch of a
+//! warm worker (`PytestRun::run_mutants_warm`: the candidate collected once, each mutant
+//! patched into a fork of it); each mutant the batch cannot judge (a function that ran while
+//! collecting, a module not loaded yet, a view a run changed) then runs on its own, its file
+//! written over the original beside the candidate in a fresh view; one no worker can serve
+//! runs cold and is counted so. A C++ candidate that passes runs against the kept mutants of its
 //! problem's focal source (the whole source: a C++ instance answers for it), its test file
 //! compiled once and each mutant's source alone compiled again and linked
 //! ([`mutation::run_cpp`]).
@@ -620,11 +622,13 @@ impl<'a> ResponseRunner<'a> {
         }
     }
 
-    /// Runs `candidate` (as `original` ran it) once per mutant, each mutant's file written
-    /// over its original beside the candidate in a fresh view, without coverage, pytest
+    /// Runs `candidate` (as `original` ran it) once per mutant, without coverage, pytest
     /// stopping at the first failing test (`-x`): the candidate kills a mutant on which it
-    /// does not pass. Each run ends within `mutant_limits` of the candidate's own (`plain`,
-    /// its time), as calibrate's runs of the ground truth on the mutants did.
+    /// does not pass. First in one batch of a warm worker (collected once, each mutant
+    /// patched into a fork); each mutant the batch could not judge then on its own, its file
+    /// written over its original beside the candidate in a fresh view. Each run ends within
+    /// `pytest::mutant_limits` of the candidate's own (`plain`, its time), as calibrate's
+    /// runs of the ground truth on the mutants did.
     fn run_mutants(
         &self,
         cfg: &RepoConfig,
@@ -639,19 +643,36 @@ impl<'a> ResponseRunner<'a> {
             Some((_, v)) => v.push(" -x"),
             None => env.push(("PYTEST_ADDOPTS".into(), "-x".into())),
         }
-        let limits = clover_sandbox::gtest::mutant_limits(&original.limits, plain);
+        let limits = clover_sandbox::pytest::mutant_limits(&original.limits, plain);
+        let files: Vec<WriteFile> = mutants
+            .iter()
+            .map(|m| {
+                Ok(WriteFile {
+                    path: PathBuf::from(&m.path),
+                    contents: mutation::mutated_text(&cfg.root, m)?.into_bytes(),
+                })
+            })
+            .collect::<Result<_, ResponseError>>()?;
+        // First one batch in a warm worker: the candidate collected once, each mutant patched
+        // into a fork of it. What it could not judge runs on its own, in a fresh view.
+        let batched = match &self.warm {
+            Some(pool) => PytestRun {
+                files: vec![candidate.clone()],
+                cov_sources: Vec::new(),
+                ..original.clone()
+            }
+            .run_mutants_warm(self.sandbox, pool, &files, &limits),
+            None => vec![None; mutants.len()],
+        };
         let mut verdicts = Vec::with_capacity(mutants.len());
         let mut cold = 0;
-        for m in mutants {
-            let mutated = mutation::mutated_text(&cfg.root, m)?;
+        for ((m, file), batched) in mutants.iter().zip(files).zip(batched) {
+            if let Some(passed) = batched {
+                verdicts.push((m, Some(!passed)));
+                continue;
+            }
             let run = PytestRun {
-                files: vec![
-                    candidate.clone(),
-                    WriteFile {
-                        path: PathBuf::from(&m.path),
-                        contents: mutated.into_bytes(),
-                    },
-                ],
+                files: vec![candidate.clone(), file],
                 cov_sources: Vec::new(),
                 env: env.clone(),
                 limits: limits.clone(),

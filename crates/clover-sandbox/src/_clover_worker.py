@@ -167,6 +167,77 @@ class ChannelBytes:
         return {"data": _latin1(bytes(self.data)), "total": self.total}
 
 
+def _pytest_cov_reports_after_raise():
+    """Whether the interpreter's pytest-cov writes its report when the test loop raises: an
+    old-style hook wrapper (`hookwrapper=True`, before pytest-cov 5) goes on after its
+    `yield` whatever the loop did; a new-style one (`wrapper=True`) is given the exception."""
+    try:
+        from pytest_cov.plugin import CovPlugin
+
+        opts = getattr(CovPlugin.pytest_runtestloop, "pytest_impl", None) or {}
+        return bool(opts.get("hookwrapper"))
+    except Exception:
+        return False
+
+
+class Batch:
+    """C's side of a mutant batch: H's events, one JSON line each. When H has collected, C
+    notes the view; after each mutant's run it keeps the verdict and lets H go on only if
+    the view is as it was and no process was left (else the next mutants need fresh views,
+    which the host gives them, one run each)."""
+
+    def __init__(self, zygote, control, n):
+        self.zygote = zygote
+        self.control = control
+        self.results = [None] * n
+        self.clean = None
+        self.stopped = False
+        self.buf = b""
+
+    def push(self, b):
+        self.buf += b
+        while b"\n" in self.buf and len(self.buf) < (1 << 20):
+            line, self.buf = self.buf.split(b"\n", 1)
+            self.event(line)
+        if len(self.buf) >= (1 << 20):
+            self.stop()
+
+    def event(self, line):
+        if self.stopped:
+            return
+        try:
+            e = json.loads(line)
+        except ValueError:
+            return self.stop()
+        if not isinstance(e, dict):
+            return self.stop()
+        if e.get("collected") and self.clean is None:
+            self.clean = self.zygote.fingerprint()
+            return self.go()
+        i = e.get("mutant")
+        if self.clean is None or not isinstance(i, int) or not 0 <= i < len(self.results):
+            return self.stop()
+        if self.results[i] is not None or not isinstance(e.get("status"), int):
+            return self.stop()
+        self.results[i] = {"status": e["status"], "timed_out": bool(e.get("timed_out"))}
+        if e.get("left") or self.zygote.fingerprint() != self.clean:
+            return self.stop()
+        self.go()
+
+    def go(self):
+        try:
+            os.write(self.control, b"1")
+        except OSError:
+            self.stopped = True
+
+    def stop(self):
+        self.stopped = True
+        try:
+            os.write(self.control, b"0")
+        except OSError:
+            pass
+
+
 CO_NEWLOCALS = 0x0002
 
 
@@ -195,13 +266,26 @@ def _own(code):
     )
 
 
+_ORIGINALS = {}
+
+
+def _compile_original(filename, source):
+    """The code of a loaded file's source, compiled once per process: a mutant batch patches
+    one module again and again, and compiling a large module is most of a patch's time."""
+    key = (filename, source)
+    code = _ORIGINALS.get(key)
+    if code is None:
+        code = _ORIGINALS[key] = compile(source, filename, "exec", dont_inherit=True)
+    return code
+
+
 def plan_patch(filename, old, new):
     """How a module already imported from `old` (source bytes) becomes one imported from
     `new`, when the two differ only inside function bodies: (old code, new code, whether the
     function's own code differs) for each function whose code differs. Anything else that
     differs (module level, a class body, a default, a decorator, the shape of the
     definitions) ran at import and raises Unpatchable."""
-    old = compile(old, filename, "exec", dont_inherit=True)
+    old = _compile_original(filename, old)
     new = compile(new, filename, "exec", dont_inherit=True)
     out = []
 
@@ -234,6 +318,9 @@ class Zygote:
         self.cov = None
         # Where a candidate's hit lines go (relative to the repository), when it asks.
         self.coverage_out = None
+        # A candidate's supervisor's: the upper layer of its view, and a mutant batch's pipes.
+        self.upper_fd = None
+        self.batch_fds = None
         # The streams pytest writes to while it configures go nowhere (what goes wrong comes
         # back in the answer), and the channel to the host moves clear of them: no descriptor
         # pytest or a plugin duplicates now (capture, faulthandler) leads to the host.
@@ -289,13 +376,13 @@ class Zygote:
         # read again in the fork. When only function bodies differ and none of those functions
         # has run, the fork's functions are patched (`patch`); else such a candidate goes to
         # a worker configured per run. Each file maps to its module, which `patch` needs.
-        self.loaded = {
-            os.path.realpath(m.__file__): m
-            for m in list(sys.modules.values())
-            if isinstance(getattr(m, "__file__", None), str)
-        }
+        self.note_loaded()
         self.functions = {}
         if self.ran is not None:
+            import threading
+
+            sys.setprofile(None)
+            threading.setprofile(None)
             self.index_functions()
         self.freeze()
 
@@ -347,15 +434,20 @@ class Zygote:
         sys.setprofile(profile)
         threading.setprofile(profile)
 
+    def note_loaded(self):
+        """The files executed so far, each mapped to its module."""
+        self.loaded = {
+            os.path.realpath(m.__file__): m
+            for m in list(sys.modules.values())
+            if isinstance(getattr(m, "__file__", None), str)
+        }
+
     def index_functions(self):
-        """The live functions defined in the repository's files, by file, gathered before
-        the heap is frozen (gc.get_objects does not see frozen objects)."""
-        import threading
+        """Adds the live functions defined in the loaded files, by file: gathered before the
+        zygote's heap is frozen, and by a batch's runner for what its collection made
+        (gc.get_objects does not see frozen objects)."""
         import types
 
-        sys.setprofile(None)
-        threading.setprofile(None)
-        self.functions = {}
         loaded = {}  # co_filename -> whether it is a loaded file: one realpath per file
         for o in gc.get_objects():
             if isinstance(o, types.FunctionType):
@@ -447,8 +539,12 @@ class Zygote:
 
         return StartCoverage()
 
-    def stop_coverage(self):
+    def stop_coverage(self, report=True):
+        """Stops measuring; with `report`, saves and writes what was measured, where a cold
+        run's pytest-cov does."""
         self.cov.stop()
+        if not report:
+            return
         if self.setup.get("save_coverage"):
             self.save_coverage()
         # Before the session ends, where pytest-cov writes a cold run's report: clover's
@@ -609,7 +705,9 @@ class Zygote:
             % (lower, upper, upper),
         )
         os.close(lower)
-        os.close(upper)
+        # C keeps the upper layer's folder (no candidate process holds it): a mutant batch
+        # asks whether a run changed the view.
+        self.upper_fd = upper
         os.chown(repo, SANDBOX_ID, SANDBOX_ID)
         self._loopback_up()
 
@@ -641,6 +739,14 @@ class Zygote:
         # The report channel: only the runner writes to it, only C reads it (up to the cap
         # the request gives).
         ch_r, ch_fd = os.pipe() if req.get("report_channel") else (None, None)
+        # A mutant batch: H tells C of each run (`run_mutants`), C answers go on or stop.
+        batch = None
+        ev_r = ctl_w = None
+        if req.get("mutants"):
+            ev_r, ev_w = os.pipe()
+            ctl_r, ctl_w = os.pipe()
+            self.batch_fds = (ev_w, ctl_r)
+            batch = Batch(self, ctl_w, len(req["mutants"]))
         for f in req["files"]:
             path = os.path.join(repo, f["path"])
             self._makedirs(os.path.dirname(path))
@@ -657,7 +763,7 @@ class Zygote:
         g = os.fork()
         if g == 0:
             try:
-                for fd in (answer_fd, out_r, err_r, ch_r):
+                for fd in (answer_fd, out_r, err_r, ch_r, ev_r, ctl_w, self.upper_fd):
                     if fd is not None:
                         os.close(fd)
                 self.init(req, out_fd, err_fd, ch_fd)
@@ -676,6 +782,10 @@ class Zygote:
         if ch_r is not None:
             os.close(ch_fd)
             streams[ch_r] = ChannelBytes(req["report_channel"])
+        if batch is not None:
+            for fd in self.batch_fds:
+                os.close(fd)
+            streams[ev_r] = batch
         poller = select.poll()
         for fd in streams:
             poller.register(fd, select.POLLIN)
@@ -715,6 +825,7 @@ class Zygote:
             "stdout": captured[out_r].answer(),
             "stderr": captured[err_r].answer(),
             "channel": captured[ch_r].answer() if ch_r is not None else None,
+            "batch": batch.results if batch is not None else None,
             "files": [self._collect(p, req["collect_max_bytes"]) for p in req["collect"]],
             "disk_full": any(self._full(p) for p in (repo, "/tmp")),
         }
@@ -780,6 +891,21 @@ class Zygote:
         free, size = st.f_bavail * st.f_frsize, st.f_blocks * st.f_frsize
         return free <= max(size // 100, 64 * 1024)
 
+    def fingerprint(self):
+        """What a candidate's runs can leave in its view: every entry of the overlay's upper
+        layer, /tmp and /dev/shm, with its type, size, time and inode."""
+        seen = []
+        for top, fd in (("upper", self.upper_fd), ("/tmp", None), ("/dev/shm", None)):
+            for root, dirs, files, root_fd in os.fwalk(top, dir_fd=fd):
+                dirs.sort()
+                for name in sorted(dirs + files):
+                    try:
+                        st = os.lstat(name, dir_fd=root_fd)
+                    except OSError:
+                        continue
+                    seen.append((top, root, name, st.st_mode, st.st_size, st.st_mtime_ns, st.st_ino))
+        return seen
+
     # --- G: pid 1 of the candidate's pid namespace -------------------------------------
 
     def init(self, req, out_fd, err_fd, ch_fd):
@@ -787,17 +913,7 @@ class Zygote:
         _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "hidepid=2")
         h = os.fork()
         if h == 0:
-            code = 3
-            try:
-                code = self.runner(req, out_fd, err_fd, ch_fd)
-                self.exit_as_python_does()
-            except SystemExit as e:
-                # An exit handler's own exit, as the interpreter would take it.
-                code = e.code if isinstance(e.code, int) else 1
-            except BaseException:
-                traceback.print_exc()
-            finally:
-                os._exit(code)
+            self.run_and_exit(lambda: self.runner(req, out_fd, err_fd, ch_fd))
         for fd in (out_fd, err_fd, ch_fd):
             if fd is not None:
                 os.close(fd)
@@ -824,6 +940,21 @@ class Zygote:
         os._exit(128 + sig)
 
     # --- H: the runner -----------------------------------------------------------------
+
+    def run_and_exit(self, run):
+        """Runs `run` (an exit status), then what the interpreter does before it ends, and
+        ends this process with that status (or an exit handler's own)."""
+        code = 3
+        try:
+            code = run()
+            self.exit_as_python_does()
+        except SystemExit as e:
+            # An exit handler's own exit, as the interpreter would take it.
+            code = e.code if isinstance(e.code, int) else 1
+        except BaseException:
+            traceback.print_exc()
+        finally:
+            os._exit(code)
 
     @staticmethod
     def exit_as_python_does():
@@ -884,6 +1015,8 @@ class Zygote:
             import _clover_report
 
             _clover_report.take_channel()
+        if req.get("mutants"):
+            return self.run_mutants(req)
         return self.run_pytest(req)
 
     def own_descriptors(self):
@@ -913,22 +1046,129 @@ class Zygote:
         if isinstance(fd, int):
             os.dup2(2, fd)
 
+    def run_mutants(self, req):
+        """H of a mutant batch: collects the candidate once, then runs it once per mutant in
+        a fork of itself with the mutant patched in (`patch`: only function bodies differ, and
+        none of those functions has run, here or in the zygote), stopping at the first failing
+        test (-x). Each fork's status goes to C, which answers whether the view is still as
+        the collection left it; a mutant that cannot be patched, or that comes after a run that
+        changed the view or left a process behind, gets no verdict here (the host runs it in
+        a fresh view of its own). A mutant is killed when its run does not pass."""
+        events, control = self.batch_fds
+        config, session = self.config, self.session
+        mutants = req["mutants"]
+
+        def tell(obj):
+            self._write_all(events, (json.dumps(obj) + "\n").encode())
+
+        if config is None or self.ran is None:
+            return 0
+        if self.rootdir_of(req["targets"]) != self.rootdir():
+            return 0
+        config.args = list(req["targets"])
+        config.option.maxfail = 1
+        # No report is read of a mutant's run: JUnit's plugin writes its report nowhere
+        # rather than into the view.
+        from _pytest.junitxml import xml_key
+
+        xml = config.stash.get(xml_key, None)
+        if xml is not None:
+            xml.logfile = os.devnull
+        ran = self.ran
+        root = os.path.join(os.path.realpath(self.repo), "")
+        repo = os.path.join(self.repo, "")
+
+        def profile(frame, event, arg):
+            if event == "call" and frame.f_code.co_filename.startswith((repo, root)):
+                ran.add(_code_key(frame.f_code))
+
+        sys.setprofile(profile)
+        try:
+            config.hook.pytest_collection(session=session)
+        except BaseException:
+            return 0
+        finally:
+            sys.setprofile(None)
+        if session.testsfailed or not session.items:
+            return 0
+        # The files loaded now, and their live functions: the zygote's, and those the
+        # collection made.
+        self.note_loaded()
+        self.index_functions()
+        tell({"collected": True})
+        if os.read(control, 1) != b"1":
+            return 0
+        wall = req["mutant_wall_ms"] / 1000.0
+        cpu = req["mutant_cpu_secs"]
+        for i, m in enumerate(mutants):
+            path = os.path.realpath(os.path.join(self.repo, m["path"]))
+            # A module not loaded yet would be read from the file, which holds the original.
+            if path not in self.loaded:
+                continue
+            try:
+                patches = self.patch(path, m["data"].encode("latin-1"))
+            except Unpatchable:
+                continue
+            pid = os.fork()
+            if pid == 0:
+
+                def run():
+                    os.close(events)
+                    os.close(control)
+                    hard = resource.getrlimit(resource.RLIMIT_CPU)[1]
+                    v = cpu if hard == resource.RLIM_INFINITY else min(cpu, hard)
+                    resource.setrlimit(resource.RLIMIT_CPU, (v, v))
+                    for fn, code_object in patches:
+                        fn.__code__ = code_object
+                    return self.run_session(collect=False)
+
+                self.run_and_exit(run)
+            status, timed_out = self._wait(pid, wall)
+            left = [p for p in os.listdir("/proc") if p.isdigit() and int(p) not in (1, os.getpid())]
+            tell({"mutant": i, "status": status, "timed_out": timed_out, "left": bool(left)})
+            if left or os.read(control, 1) != b"1":
+                break
+        return 0
+
+    @staticmethod
+    def _wait(pid, wall):
+        """The status of child `pid`, killed when it runs past `wall` seconds."""
+        deadline = time.monotonic() + wall
+        timed_out = False
+        while True:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done == pid:
+                return status, timed_out
+            if not timed_out and time.monotonic() >= deadline:
+                os.kill(pid, signal.SIGKILL)
+                timed_out = True
+            time.sleep(0.0005)
+
     def run_pytest(self, req):
         if self.config is None:
             return self.run_pytest_late(req)
-        from _pytest import outcomes
-        from _pytest.config import ExitCode, UsageError
-
-        config, session = self.config, self.session
+        config = self.config
         if self.rootdir_of(req["targets"]) != self.rootdir():
             print("the candidate's rootdir differs from the worker's", file=sys.stderr)
             return 4
         config.args = list(req["targets"])
+        return self.run_session(collect=True)
+
+    def run_session(self, collect):
+        """What pytest's main does from collection (unless `collect` is false: it was done
+        before this fork) to the session's end; the exit status."""
+        from _pytest import outcomes
+        from _pytest.config import ExitCode, UsageError
+
+        config, session = self.config, self.session
         status = 0
+        looped = False
         try:
             try:
-                config.hook.pytest_collection(session=session)
+                if collect:
+                    config.hook.pytest_collection(session=session)
                 config.hook.pytest_runtestloop(session=session)
+                looped = True
                 if session.testsfailed:
                     status = ExitCode.TESTS_FAILED
                 elif session.testscollected == 0:
@@ -936,7 +1176,8 @@ class Zygote:
             except UsageError:
                 status = ExitCode.USAGE_ERROR
                 raise
-            except outcomes.Failed:
+            except session.Failed:
+                # A stop at the first failures (-x, --maxfail), as pytest's main takes it.
                 status = ExitCode.TESTS_FAILED
             except (KeyboardInterrupt, outcomes.Exit) as e:
                 status = ExitCode.INTERRUPTED
@@ -954,7 +1195,10 @@ class Zygote:
                 config.notify_exception(_pytest._code.ExceptionInfo.from_current(), config.option)
         finally:
             if self.cov is not None:
-                self.stop_coverage()
+                # pytest-cov reports after the test loop returns: when collection or the loop
+                # raised (a stop at the first failure, -x), a cold run has no report, unless
+                # its pytest-cov wraps the loop the old way, which reports whatever happened.
+                self.stop_coverage(report=looped or _pytest_cov_reports_after_raise())
             session.exitstatus = status
             os.chdir(str(session.startpath))
             try:

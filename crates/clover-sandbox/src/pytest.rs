@@ -51,6 +51,22 @@ pub fn coverage_rc(sources: &[String]) -> String {
     rc
 }
 
+/// The limits of a Python candidate's (or ground truth's) run on a mutant, from the limits
+/// of its own run (`limits`) and the time it took (`plain`): three times that time and 1 s
+/// more, at most its own wall clock; CPU within twice the wall. A mutant that loops is killed
+/// by its limit in seconds; a run that takes a few times as long as the original is a mutant
+/// that made the code slower, which the test may or may not notice: past three times, it is
+/// counted as noticed (killed), as mutmut and cosmic-ray count a timeout. (A C++ mutant's run
+/// has 5 s more, `gtest::mutant_limits`: it compiles and links first.)
+pub fn mutant_limits(limits: &Limits, plain: std::time::Duration) -> Limits {
+    let wall = (plain * 3 + std::time::Duration::from_secs(1)).min(limits.wall);
+    Limits {
+        wall,
+        cpu_secs: limits.cpu_secs.min(wall.as_secs().max(1) * 2),
+        ..limits.clone()
+    }
+}
+
 /// One pytest invocation.
 #[derive(Debug, Clone)]
 pub struct PytestRun {
@@ -231,6 +247,7 @@ impl PytestRun {
             writable: &writable,
             collect: &collect,
             late: false,
+            mutants: &[],
         };
         let mut warm = pool.run_pytest(sandbox, &run);
         if matches!(warm, Err(ColdReason::Replaces(_))) {
@@ -249,6 +266,46 @@ impl PytestRun {
                 Ok(r)
             }
         }
+    }
+
+    /// Runs this candidate against each of `mutants` (files written over the repository's)
+    /// in one batch of a warm worker of `pool` ([`WarmPool::run_mutants`]): collected once,
+    /// then each mutant patched into a fork and run to its first failing test within
+    /// `limits`, without coverage. Each mutant's verdict, `Some(passed)`, or `None` for one
+    /// the batch could not judge (no worker, or the mutant needs a fresh view of its own):
+    /// run that one on its own.
+    pub fn run_mutants_warm(
+        &self,
+        sandbox: &Sandbox,
+        pool: &WarmPool,
+        mutants: &[WriteFile],
+        limits: &Limits,
+    ) -> Vec<Option<bool>> {
+        let none = || vec![None; mutants.len()];
+        if self.cov_contexts || mutants.is_empty() {
+            return none();
+        }
+        let mut base = self.base_spec(Vec::new());
+        // The whole batch: the candidate's collection, then every mutant's run.
+        base.limits.wall = self.limits.wall + limits.wall * mutants.len() as u32;
+        let writable = [PathBuf::from(OUT_DIR)];
+        let run = WarmRun {
+            base: &base,
+            python: &self.python,
+            args: &pytest_args(),
+            coveragerc: None,
+            sources: &[],
+            save_coverage: false,
+            coverage_lines: None,
+            targets: &self.targets,
+            files: &self.files,
+            writable: &writable,
+            collect: &[],
+            late: false,
+            mutants,
+        };
+        pool.run_mutants(sandbox, &run, limits)
+            .unwrap_or_else(|_| none())
     }
 
     /// The verdict of a run of this invocation, cold or warm, from what it left.

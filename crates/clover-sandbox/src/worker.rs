@@ -111,6 +111,9 @@ pub struct WarmRun<'a> {
     pub files: &'a [WriteFile],
     pub writable: &'a [PathBuf],
     pub collect: &'a [PathBuf],
+    /// A mutant batch ([`WarmPool::run_mutants`]): the candidate is collected once and run
+    /// once per mutant file, each patched into a fork (none: a plain run).
+    pub mutants: &'a [WriteFile],
 }
 
 /// Why a candidate ran cold.
@@ -171,6 +174,9 @@ struct Request<'a> {
     limits: &'a Limits,
     /// The candidate gets a report channel ([`RunSpec::report_channel`]).
     report_channel: bool,
+    mutants: &'a [WriteFile],
+    /// The limits of each mutant's run of a batch.
+    mutant_limits: Option<&'a Limits>,
 }
 
 impl WarmPool {
@@ -185,6 +191,39 @@ impl WarmPool {
         sandbox: &Sandbox,
         run: &WarmRun<'_>,
     ) -> Result<RunOutput, ColdReason> {
+        self.run(sandbox, run, None).map(|(out, _)| out)
+    }
+
+    /// Runs `run`'s candidate against each of `run.mutants` in one request: the candidate is
+    /// collected once in a fresh view, and each mutant is patched into a fork of that
+    /// process and run to its first failing test, within `limits`. Each mutant's verdict,
+    /// `Some(passed)`, or `None` where the batch could not judge it (it needs a module the
+    /// collection did not load, or a change the fork cannot be given, or comes after a run
+    /// that changed the view or left a process): that one needs a run of its own.
+    pub fn run_mutants(
+        &self,
+        sandbox: &Sandbox,
+        run: &WarmRun<'_>,
+        limits: &Limits,
+    ) -> Result<Vec<Option<bool>>, ColdReason> {
+        let (_, batch) = self.run(sandbox, run, Some(limits))?;
+        let verdicts = batch.as_array().map(Vec::as_slice).unwrap_or_default();
+        Ok((0..run.mutants.len())
+            .map(|i| {
+                let v = verdicts.get(i)?;
+                let status = v.get("status")?.as_i64()? as i32;
+                let timed_out = v["timed_out"].as_bool().unwrap_or(true);
+                Some(!timed_out && libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0)
+            })
+            .collect())
+    }
+
+    fn run(
+        &self,
+        sandbox: &Sandbox,
+        run: &WarmRun<'_>,
+        mutant_limits: Option<&Limits>,
+    ) -> Result<(RunOutput, Value), ColdReason> {
         let base = run.base;
         let limits = &base.limits;
         let repo = base
@@ -215,11 +254,12 @@ impl WarmPool {
         // only if the zygote noted what ran before it: a profile hook while pytest loads and
         // configures, which costs a worker's start about 0.3 s. Other runs' workers skip it.
         let track = !run.late
-            && run.files.iter().any(|f| {
-                !run.targets
-                    .iter()
-                    .any(|t| Path::new(t.split("::").next().unwrap_or(t)) == f.path)
-            });
+            && (!run.mutants.is_empty()
+                || run.files.iter().any(|f| {
+                    !run.targets
+                        .iter()
+                        .any(|t| Path::new(t.split("::").next().unwrap_or(t)) == f.path)
+                }));
         let key = WorkerKey {
             repo: repo.clone(),
             python: run.python.to_path_buf(),
@@ -300,7 +340,9 @@ impl WarmPool {
             collect_max_bytes: base.collect_max_bytes,
             coverage_out: run.coverage_lines,
             limits,
-            report_channel: base.report_channel,
+            report_channel: base.report_channel && run.mutants.is_empty(),
+            mutants: run.mutants,
+            mutant_limits,
         };
         self.serve(sandbox, &key, spec, &req)
     }
@@ -312,7 +354,7 @@ impl WarmPool {
         key: &WorkerKey,
         spec: impl FnOnce() -> RunSpec,
         req: &Request<'_>,
-    ) -> Result<RunOutput, ColdReason> {
+    ) -> Result<(RunOutput, Value), ColdReason> {
         if let Some(why) = lock(&self.refused).get(key) {
             return Err(ColdReason::Start(why.clone()));
         }
@@ -365,9 +407,9 @@ impl Worker {
         }
     }
 
-    fn serve(&mut self, req: &Request<'_>) -> Result<RunOutput, ColdReason> {
+    fn serve(&mut self, req: &Request<'_>) -> Result<(RunOutput, Value), ColdReason> {
         let l = req.limits;
-        let body = json!({
+        let mut body = json!({
             "files": req.files.iter().map(|f| json!({
                 "path": f.path.to_string_lossy(),
                 "data": latin1(&f.contents),
@@ -389,9 +431,18 @@ impl Worker {
                 "output_bytes": l.output_bytes,
             },
         });
+        if let Some(m) = req.mutant_limits {
+            body["mutants"] = req
+                .mutants
+                .iter()
+                .map(|f| json!({"path": f.path.to_string_lossy(), "data": latin1(&f.contents)}))
+                .collect();
+            body["mutant_wall_ms"] = json!(m.wall.as_millis() as u64);
+            body["mutant_cpu_secs"] = json!(m.cpu_secs);
+        }
         let before = self.process.cgroup.stats();
         self.write_frame(&body).map_err(|_| ColdReason::Died)?;
-        let answer = self.read_frame(l.wall + ANSWER_SLACK)?;
+        let mut answer = self.read_frame(l.wall + ANSWER_SLACK)?;
         if let Some(fatal) = answer.get("fatal").and_then(Value::as_str) {
             return Err(ColdReason::Refused(last_line(fatal)));
         }
@@ -435,7 +486,7 @@ impl Worker {
                 },
             })
             .collect();
-        Ok(RunOutput {
+        let output = RunOutput {
             exit,
             limit_hit: decide_limit(timed_out, exit, &stats, cpu_time, l, disk_full),
             stdout: captured(&answer["stdout"], l.output_bytes),
@@ -457,7 +508,8 @@ impl Worker {
                     .max(answer["channel"]["total"].as_u64().unwrap_or(0));
                 channel
             }),
-        })
+        };
+        Ok((output, answer["batch"].take()))
     }
 
     fn write_frame(&mut self, body: &Value) -> io::Result<()> {

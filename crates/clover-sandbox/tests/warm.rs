@@ -39,6 +39,15 @@ fn candidate(py: &std::path::Path, path: &str, text: &str) -> PytestRun {
     }
 }
 
+/// Writes `files` (path, text) under `root`.
+fn write_tree(root: &std::path::Path, files: &[(&str, &str)]) {
+    for (path, text) in files {
+        let p = root.join(path);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+}
+
 /// What must not depend on the path that ran a candidate.
 fn verdict(
     r: &PytestResult,
@@ -116,7 +125,11 @@ def test_the_escape_was_compiled_before_the_run():
     let warm = run.run_warm(&sb, &pool).unwrap();
     assert_eq!(warm.outcome, Outcome::Passed, "{:?}", warm.message);
     let cold = run.run(&sb).unwrap();
-    assert_eq!(cold.outcome, Outcome::Failed, "a cold run compiles them itself");
+    assert_eq!(
+        cold.outcome,
+        Outcome::Failed,
+        "a cold run compiles them itself"
+    );
 }
 
 /// What one candidate does to the package, the files it can reach, its memory or the
@@ -352,16 +365,15 @@ fn a_changed_body_is_patched_into_the_fork_and_code_that_ran_at_import_is_not() 
     let Some(sb) = sandbox() else { return };
     let repo = tempfile::tempdir().unwrap();
     let module = "import os\n\nNONCE = os.urandom(8).hex()\n\n\ndef f():\n    return 1\n\n\ndef g():\n    return 'g'\n\n\nTABLE = [g()]\n";
-    for (path, text) in [
-        ("pytest.ini", "[pytest]\npythonpath = .\n"),
-        ("pkg/__init__.py", ""),
-        ("pkg/m.py", module),
-        ("tests/conftest.py", "import pkg.m  # noqa: F401\n"),
-    ] {
-        let p = repo.path().join(path);
-        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::write(p, text).unwrap();
-    }
+    write_tree(
+        repo.path(),
+        &[
+            ("pytest.ini", "[pytest]\npythonpath = .\n"),
+            ("pkg/__init__.py", ""),
+            ("pkg/m.py", module),
+            ("tests/conftest.py", "import pkg.m  # noqa: F401\n"),
+        ],
+    );
     let test = "import pkg.m\n\n\ndef test_f():\n    assert pkg.m.f() == F\n\n\ndef test_table():\n    assert pkg.m.TABLE == [pkg.m.g()]\n\n\ndef test_nonce():\n    assert False, pkg.m.NONCE\n";
     let run = |mutant: &str, f: u32| PytestRun {
         repo: repo.path().to_path_buf(),
@@ -426,4 +438,131 @@ fn a_changed_body_is_patched_into_the_fork_and_code_that_ran_at_import_is_not() 
         assert_ne!(nonce(&anew[0]), nonce(&anew[1]));
         assert_ne!(nonce(&anew[0]), nonce(&patched[0]));
     }
+}
+
+/// A mutant batch collects the candidate once and runs each mutant in a fork with the mutant
+/// patched in: a mutant of a body that has not run is judged there, as a cold run of its own
+/// judges it (killed, or survived when equivalent), whether its module was imported by the
+/// conftest before the fork or by the candidate's collection. The batch leaves to a run of
+/// its own a mutant of a function that ran while collecting (a parametrize argument) or at
+/// import, one of a module the collection did not load, and every mutant after a run that
+/// changed the view (a file written in /tmp).
+#[test]
+fn a_mutant_batch_judges_what_a_fork_can_be_given_as_cold_runs_do() {
+    let Some(py) = clover_testkit::python() else {
+        return;
+    };
+    let Some(sb) = sandbox() else { return };
+    let repo = tempfile::tempdir().unwrap();
+    let m = "def f():\n    return 1\n\n\ndef g():\n    return 'g'\n\n\nTABLE = [g()]\n";
+    let c = "def h():\n    return 3\n\n\ndef k():\n    return 5\n";
+    let lazy = "def z():\n    return 9\n";
+    write_tree(
+        repo.path(),
+        &[
+            ("pytest.ini", "[pytest]\npythonpath = .\n"),
+            ("pkg/__init__.py", ""),
+            ("pkg/m.py", m),
+            ("pkg/c.py", c),
+            ("pkg/lazy.py", lazy),
+            ("tests/conftest.py", "import pkg.m  # noqa: F401\n"),
+        ],
+    );
+    let test = "import pytest\n\nimport pkg.c\nimport pkg.m\n\n\n@pytest.mark.parametrize(\"x\", [pkg.c.k()])\ndef test_all(x):\n    assert pkg.m.f() == 1\n    assert pkg.c.h() == 3\n    assert x == 5\n    from pkg import lazy\n\n    assert lazy.z() == 9\n";
+    let candidate = WriteFile {
+        path: "tests/test_c.py".into(),
+        contents: test.as_bytes().to_vec(),
+    };
+    let file = |path: &str, text: String| WriteFile {
+        path: path.into(),
+        contents: text.into_bytes(),
+    };
+    let mutants = vec![
+        file("pkg/m.py", m.replace("return 1", "return 2")),
+        file("pkg/m.py", m.replace("return 1", "return 1 + 0")),
+        file("pkg/c.py", c.replace("return 3", "return 4")),
+        file("pkg/c.py", c.replace("return 5", "return 6")),
+        file("pkg/lazy.py", lazy.replace("return 9", "return 8")),
+        file("pkg/m.py", m.replace("return 'g'", "return 'h'")),
+        file(
+            "pkg/m.py",
+            m.replace(
+                "return 1",
+                "return open('/tmp/clover-dirt', 'w').close() or 1",
+            ),
+        ),
+        file("pkg/m.py", m.replace("return 1", "return 2")),
+    ];
+    let run = PytestRun {
+        repo: repo.path().to_path_buf(),
+        python: py.clone(),
+        targets: vec!["tests/test_c.py".into()],
+        files: vec![candidate.clone()],
+        cov_sources: vec![],
+        cov_contexts: false,
+        env: vec![],
+        limits: Limits {
+            wall: Duration::from_secs(60),
+            ..Limits::default()
+        },
+    };
+    let limits = Limits {
+        wall: Duration::from_secs(20),
+        ..Limits::default()
+    };
+    let pool = WarmPool::new();
+    let batched = run.run_mutants_warm(&sb, &pool, &mutants, &limits);
+    assert_eq!(
+        batched,
+        [
+            Some(false),
+            Some(true),
+            Some(false),
+            None,
+            None,
+            None,
+            Some(true),
+            None
+        ]
+    );
+    // Each verdict the batch gave is a cold run's of its own.
+    for (mutant, passed) in mutants.iter().zip(&batched) {
+        let Some(passed) = passed else { continue };
+        let cold = PytestRun {
+            files: vec![candidate.clone(), mutant.clone()],
+            env: vec![("PYTEST_ADDOPTS".into(), "-x".into())],
+            ..run.clone()
+        }
+        .run(&sb)
+        .unwrap();
+        assert_eq!(
+            cold.outcome == Outcome::Passed,
+            *passed,
+            "{:?}",
+            mutant.path
+        );
+    }
+}
+
+/// A run that stops at its first failure (`-x`, as a mutant's run does) ends as pytest's main
+/// ends it, tests failed, warm as cold (it was an internal error in the worker), and with the
+/// coverage report pytest-cov leaves then: none.
+#[test]
+fn a_run_stopped_at_its_first_failure_fails_warm_as_cold() {
+    let Some(py) = clover_testkit::python() else {
+        return;
+    };
+    let Some(sb) = sandbox() else { return };
+    let mut run = candidate(
+        &py,
+        "tests/test_clover_candidate.py",
+        "def test_a():\n    assert False\n\n\ndef test_b():\n    assert True\n",
+    );
+    run.env = vec![("PYTEST_ADDOPTS".into(), "-x".into())];
+    let cold = run.run(&sb).unwrap();
+    assert_eq!(cold.outcome, Outcome::Failed, "{:?}", cold.message);
+    let warm = run.run_warm(&sb, &WarmPool::new()).unwrap();
+    // pytest-cov writes no report when the loop stops early: neither does the worker.
+    assert_eq!(warm.message, cold.message);
+    assert_eq!(verdict(&warm), verdict(&cold));
 }
