@@ -29,8 +29,8 @@
 //! written over the original beside the candidate in a fresh view; one no worker can serve
 //! runs cold and is counted so. A C++ candidate that passes runs against the kept mutants of its
 //! problem's focal source (the whole source: a C++ instance answers for it), its test file
-//! compiled once and each mutant's source alone compiled again and linked
-//! ([`mutation::run_cpp`]).
+//! compiled once — the object of its own run is kept for the mutants — and each mutant's
+//! source alone compiled again and linked ([`mutation::run_cpp`]).
 //!
 //! It deliberately decides no verdict of its own: outcomes come from the runner's judges
 //! (`clover_sandbox::pytest::judge`, the GoogleTest runner), and metrics are score's.
@@ -591,12 +591,18 @@ impl<'a> ResponseRunner<'a> {
                     filter: response.exec.selectors.clone(),
                     limits,
                 };
-                let r = gtest.run(self.sandbox, &self.cache)?;
+                // A candidate with mutants keeps the test object its run compiled, so the
+                // mutation pass does not compile the file again.
+                let (r, harness) = match mutants.is_empty() {
+                    true => (gtest.run(self.sandbox, &self.cache)?, None),
+                    false => gtest.run_keeping_object(self.sandbox, &self.cache)?,
+                };
                 if r.outcome == Outcome::Passed && !mutants.is_empty() {
                     mutation = Some(mutation::run_cpp(
                         self.sandbox,
                         &self.cache,
                         &gtest,
+                        harness,
                         r.run.duration,
                         &cfg.root,
                         mutants,

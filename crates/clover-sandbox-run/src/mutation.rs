@@ -14,9 +14,10 @@
 //! chunk's response run by itself ([`crate::ResponseRunner::run`]) has no pass: its span is
 //! in lines of the comment-stripped code, not of the file the mutants are placed in. A
 //! passing C++ candidate runs against each mutant through
-//! `clover_sandbox::gtest::MutantHarness` ([`run_cpp`]): compiled once, then per mutant only
-//! the focal source is compiled again and linked, and the binary stops at its first failing
-//! test.
+//! `clover_sandbox::gtest::MutantHarness` ([`run_cpp`]), built from the test object the
+//! candidate's own run compiled (so its test file is compiled once); per mutant only the
+//! focal source is compiled again (a header: with the test file and the library sources that
+//! include it) and linked, and the binary stops at its first failing test.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
@@ -26,7 +27,7 @@ use clover_protocol::{
     KeptMutant, Language, LineRanges, Mutation, OperatorKills, Outcome, ProblemMutants,
     RecordError, RecordReader, Response, Task,
 };
-use clover_sandbox::gtest::{mutant_limits, GtestRun, LibraryCache, Replacement};
+use clover_sandbox::gtest::{mutant_limits, GtestRun, LibraryCache, MutantHarness, Replacement};
 use clover_sandbox::Sandbox;
 use serde::Deserialize;
 
@@ -169,25 +170,31 @@ pub(crate) fn mutated_text(root: &Path, m: &KeptMutant) -> Result<String, Respon
 }
 
 /// Runs a C++ candidate that passed (`candidate`, as it ran) against each of `mutants`, whose
-/// sources are read from `root`: the candidate's test file is compiled once, then each mutant
-/// recompiles its source alone and relinks, in a fresh view, the binary stopping at its first
-/// failing test, within the `mutant_limits` of the candidate's own run (`plain`, its seconds).
-/// The candidate kills a mutant it does not pass on; one that does not compile (calibrate kept
-/// only mutants that did) counts as not run.
+/// sources are read from `root`: through `kept`, the harness of the test object its own run
+/// compiled (`GtestRun::run_keeping_object`), or one compiled now when the run kept none; each
+/// mutant recompiles its source alone and relinks, in a fresh view, the binary stopping at
+/// its first failing test, within the `mutant_limits` of the candidate's own run (`plain`, its
+/// seconds). The candidate kills a mutant it does not pass on; one that does not compile
+/// (calibrate kept only mutants that did) counts as not run.
 pub(crate) fn run_cpp(
     sandbox: &Sandbox,
     cache: &LibraryCache,
     candidate: &GtestRun<'_>,
+    kept: Option<MutantHarness>,
     plain: Duration,
     root: &Path,
     mutants: &[KeptMutant],
 ) -> Result<Mutation, ResponseError> {
     let started = Instant::now();
     let limits = mutant_limits(&candidate.limits, plain);
-    let harness = match candidate.mutant_harness(sandbox, cache)? {
-        Ok(h) => h,
-        // It compiled for its own run a moment ago: whatever failed now ran none of them.
-        Err(_) => return Ok(unrun(mutants)),
+    let harness = match kept {
+        Some(h) => h,
+        // The run's object was too large to read back: compile the test file again.
+        None => match candidate.mutant_harness(sandbox, cache)? {
+            Ok(h) => h,
+            // It compiled for its own run a moment ago: whatever failed now ran none of them.
+            Err(_) => return Ok(unrun(mutants)),
+        },
     };
     let mut verdicts = Vec::with_capacity(mutants.len());
     for m in mutants {

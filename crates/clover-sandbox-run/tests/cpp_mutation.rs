@@ -211,13 +211,13 @@ fn the_cpp_mutation_pass_scores_the_oracle_full_and_a_hollow_test_zero() {
     );
 
     // What a mutant run costs against the candidate's own run (compile, link, run and
-    // coverage), for the report; never asserted. The oracle's pass builds the precompiled
-    // header of the include prefix the second time it is seen; the hollow test's finds it.
+    // coverage), for the report; never asserted. The pass compiles no test file: its harness
+    // is the object the candidate's run kept.
     for r in [oracle, hollow] {
         let m = &r.mutation;
         eprintln!(
-            "C++ {}: plain run {:.2} s, mutation pass {:.2} s for {} mutants ({:.2} s each, the \
-             test file's one compile included)",
+            "C++ {}: plain run {:.2} s, mutation pass {:.2} s for {} mutants ({:.2} s each; the \
+             test file compiled once, in its run)",
             r.model,
             r.duration_secs - m.duration_secs,
             m.duration_secs,

@@ -6,13 +6,18 @@
 //!
 //! For each test file of the C++ fixture paired with its source, the test file runs `N + 2`
 //! times as a candidate (`GtestRun::run`: compile, link, run, coverage; the first two build
-//! the library and the precompiled header and are not counted), then is compiled once into a
-//! mutant harness, and runs against up to five mutants of its source (the first spaced
+//! the library and the precompiled header and are not counted), `N` times as a candidate with
+//! mutants (`GtestRun::run_keeping_object`: the same run, its test object read back for the
+//! harness), then is compiled once into a mutant harness anew (`GtestRun::mutant_harness`,
+//! what a candidate with mutants paid on top of its run before runs kept their object), and
+//! runs against up to five mutants of its source (the first spaced
 //! comparison and arithmetic operators swapped for their counterpart), `N` times each
 //! (`MutantHarness::run`: the source recompiled, linked, run to the first failing test, no
 //! coverage; a wall-clock limit of 20 s, since a mutant may loop forever). Prints one JSON
 //! object: medians in seconds per set and over all (runs that hit the limit are counted apart,
-//! not in the medians), and their ratio. Timings are printed, never asserted.
+//! not in the medians), and their ratio; and what a passing candidate costs before its first
+//! mutant run: its run and a harness compiled anew (`compile_twice_secs`) against its run
+//! keeping its object (`compile_once_secs`). Timings are printed, never asserted.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -60,6 +65,7 @@ fn main() {
     let cache_dir = tempfile::tempdir().expect("a cache folder");
     let cache = LibraryCache::new(cache_dir.path()).expect("the cache");
     let (mut all_plain, mut all_mutant, mut sets) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut all_keeping, mut all_harness) = (Vec::new(), Vec::new());
     for &(test, source) in PAIRS {
         let run = GtestRun {
             project: &project,
@@ -78,6 +84,14 @@ fn main() {
             if i >= 2 {
                 plain.push(started.elapsed());
             }
+        }
+        let mut keeping = Vec::new();
+        for _ in 0..n {
+            let started = Instant::now();
+            let (r, kept) = run.run_keeping_object(&sb, &cache).expect("a run");
+            assert_eq!(r.outcome, clover_protocol::Outcome::Passed, "{test}");
+            assert!(kept.is_some(), "{test}: the run kept no object");
+            keeping.push(started.elapsed());
         }
         let started = Instant::now();
         let harness = run
@@ -123,6 +137,8 @@ fn main() {
             "test": test,
             "plain_secs": median(plain.clone()),
             "harness_secs": harness_secs,
+            "compile_twice_secs": median(plain.clone()) + harness_secs,
+            "compile_once_secs": median(keeping.clone()),
             "mutants": mutants.len(),
             "mutant_secs": median(mutant.clone()),
             "mutant_runs_not_passing": killed,
@@ -131,14 +147,20 @@ fn main() {
         eprintln!("{}", sets.last().expect("just pushed"));
         all_plain.extend(plain);
         all_mutant.extend(mutant);
+        all_keeping.extend(keeping);
+        all_harness.push(Duration::from_secs_f64(harness_secs));
     }
     let (plain, mutant) = (median(all_plain), median(all_mutant));
+    let (keeping, harness) = (median(all_keeping), median(all_harness));
     println!(
         "{}",
         serde_json::json!({
             "plain_secs": plain,
             "mutant_secs": mutant,
             "ratio": mutant / plain,
+            "harness_secs": harness,
+            "compile_twice_secs": plain + harness,
+            "compile_once_secs": keeping,
             "sets": sets,
         })
     );

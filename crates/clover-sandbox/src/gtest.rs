@@ -32,7 +32,8 @@
 //! runs the binary with `--gtest_fail_fast`, in a fresh view, without coverage; a mutant that
 //! does not compile is `compile_error`. A mutated header is compiled into the test object
 //! again and into each library object whose compile read it (the build's dependency files,
-//! kept per object in the cache).
+//! kept per object in the cache). [`GtestRun::run_keeping_object`] is a candidate's run that
+//! keeps its test object for such a harness, so a passing candidate is compiled once.
 //!
 //! `.gcda` counters exist only in the view of the run that wrote them and in the one that
 //! reads them, so no run ever counts into another's coverage.
@@ -876,6 +877,28 @@ impl<'a> GtestRun<'a> {
         sandbox: &Sandbox,
         cache: &LibraryCache,
     ) -> Result<GtestResult, LibraryError> {
+        Ok(self.run_measured(sandbox, cache, false)?.0)
+    }
+
+    /// [`GtestRun::run`], and a [`MutantHarness`] of the test object the run compiled, for
+    /// runs against mutants without compiling the test file again (`self.filter` is the
+    /// harness's too). The harness is `None` when the run compiled no object, or one larger
+    /// than a run collects ([`RunSpec::collect_max_bytes`]): the caller then asks
+    /// [`GtestRun::mutant_harness`] for one.
+    pub fn run_keeping_object(
+        &self,
+        sandbox: &Sandbox,
+        cache: &LibraryCache,
+    ) -> Result<(GtestResult, Option<MutantHarness>), LibraryError> {
+        self.run_measured(sandbox, cache, true)
+    }
+
+    fn run_measured(
+        &self,
+        sandbox: &Sandbox,
+        cache: &LibraryCache,
+        keep_object: bool,
+    ) -> Result<(GtestResult, Option<MutantHarness>), LibraryError> {
         let (lib, repo) = self.library(sandbox, cache)?;
         let plan = self.plan(sandbox, cache, &repo);
         // The test binary replaces the shell, so the run's exit status is its own.
@@ -889,12 +912,25 @@ impl<'a> GtestRun<'a> {
             .extend(lib.objects.iter().map(|o| o.path("gcda")));
         spec.collect
             .extend([GTEST_XML, CANDIDATE_GCNO, CANDIDATE_GCDA].map(PathBuf::from));
+        if keep_object {
+            spec.collect
+                .extend([CANDIDATE_OBJ, OWN_MAIN].map(PathBuf::from));
+        }
         let run = sandbox.run(&spec)?;
         let (precompiled, note) = plan.used(&run);
         if let Some(mut failed) = compile_error(&run) {
             failed.precompiled_header = precompiled;
-            return Ok(failed);
+            return Ok((failed, None));
         }
+        // The object is read back whole or not kept; a run that compiled none (it ended
+        // before) keeps none.
+        let harness = whole_file(&run, CANDIDATE_OBJ).map(|bytes| {
+            let object = mutant::TestObject {
+                bytes,
+                own_main: matches!(run.file(OWN_MAIN), Some(Collected::Read { .. })),
+            };
+            self.harness_of(cache, repo.clone(), lib.clone(), &plan, object)
+        });
         let notes = whole_file(&run, CANDIDATE_GCNO);
         let mut result = Measure {
             project: self.project,
@@ -910,7 +946,7 @@ impl<'a> GtestRun<'a> {
         if result.message.is_none() {
             result.message = note;
         }
-        Ok(result)
+        Ok((result, harness))
     }
 
     /// Compiles and links the test file once, for several runs of [`TestBinary::run`] (a
@@ -1114,7 +1150,8 @@ impl<'a> GtestRun<'a> {
         };
         format!(
             "if ! {{ {compile} && {no_counters}if {DEFINES_MAIN}; then {own}; else {with_gtest_main}; fi; }} \
-             > {COMPILE_LOG} 2>&1; then : > {COMPILE_FAILED}; exit 1; fi"
+             > {COMPILE_LOG} 2>&1; then : > {COMPILE_FAILED}; exit 1; fi\n\
+             if {DEFINES_MAIN}; then : > {OWN_MAIN}; fi"
         )
     }
 

@@ -3,7 +3,8 @@
 //! run stops at the first failing test; a mutant that does not compile is `compile_error`,
 //! not a failure; the cached objects are left as they were; a test without assertions kills
 //! nothing. A mutated header is compiled into the test object and every library object that
-//! includes it (and into all of them for a build cached without the lists). Prints the seconds of a mutant run
+//! includes it (and into all of them for a build cached without the lists). The harness a
+//! candidate's run keeps judges as one compiled anew. Prints the seconds of a mutant run
 //! against a plain candidate run (never asserted).
 
 use std::collections::BTreeMap;
@@ -366,6 +367,47 @@ fn a_header_mutant_reaches_every_object_that_includes_it() {
         std::fs::read_to_string(project.repo.join(counter::HEADER_PATH)).unwrap(),
         counter::HEADER
     );
+}
+
+#[test]
+fn the_harness_a_run_keeps_judges_as_one_compiled_anew() {
+    let Some(sb) = ready() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let project = counter_project(dir.path());
+    let cache_dir = tempfile::tempdir().unwrap();
+    let cache = LibraryCache::new(cache_dir.path()).unwrap();
+    let truth = run_of(&project, counter::TEST_PATH, counter::TEST);
+    // Twice: the second run compiles against the precompiled header, as candidates do.
+    for _ in 0..2 {
+        let (plain, kept) = truth.run_keeping_object(&sb, &cache).unwrap();
+        assert_eq!(plain.outcome, Outcome::Passed, "{:?}", plain.message);
+        let kept = kept.expect("a run that compiled keeps its object");
+        let anew = harness(&sb, &cache, &truth);
+        let headroom = counter::HEADROOM.replace("- kReserve", "+ kReserve");
+        let [in_class, in_library, broken] = header_mutants();
+        let mutants = [
+            None,
+            on_header(&in_class),
+            on_header(&in_library),
+            on_header(&broken),
+            Some(Replacement {
+                source: Path::new("src/headroom.cc"),
+                text: headroom.as_bytes(),
+            }),
+        ];
+        for m in mutants {
+            let (a, b) = (
+                kept.run(&sb, m, &limits()).unwrap(),
+                anew.run(&sb, m, &limits()).unwrap(),
+            );
+            assert_eq!(verdict(&a), verdict(&b), "{m:?}: {:?}", a.message);
+        }
+    }
+    // A test file that does not compile keeps no object.
+    let broken = run_of(&project, "tests/broken_test.cc", "TEST(\n");
+    let (r, kept) = broken.run_keeping_object(&sb, &cache).unwrap();
+    assert_eq!(r.outcome, Outcome::CompileError);
+    assert!(kept.is_none());
 }
 
 /// Every file below `dir`.

@@ -2,8 +2,9 @@
 //!
 //! A mutant of a translation unit changes that one object, so only it is compiled again:
 //! [`GtestRun::mutant_harness`] compiles the test file once into an object (as a candidate is
-//! compiled: precompiled header, narrow instrumentation) and fixes the link line; then each
-//! [`MutantHarness::run`]
+//! compiled: precompiled header, narrow instrumentation) and fixes the link line — or
+//! [`GtestRun::run_keeping_object`] keeps the object its own run compiled, so a passing
+//! candidate is compiled once for its run and its mutants; then each [`MutantHarness::run`]
 //! writes the cached library objects but the mutated source's, the test object and the
 //! mutated source into a fresh view, compiles that source with the library's own command
 //! line into the object's place, links, and `exec`s the binary with `--gtest_fail_fast`: the
