@@ -630,37 +630,77 @@ fn judge_mutants(
             })
             .collect()
     });
-    // Then every mutant of the problems whose control run passed, all problems' runs spread
-    // over the pool alike.
-    let runs: Vec<(usize, usize)> = samples
-        .iter()
-        .zip(&controls)
-        .enumerate()
-        .filter_map(|(i, (s, c))| {
-            c.as_ref()?.as_ref().ok()?;
-            Some((i, s.as_ref().ok()?.mutants.mutants.len()))
-        })
-        .flat_map(|(i, n)| (0..n).map(move |j| (i, j)))
-        .collect();
-    let verdicts: Vec<Result<Verdict, MutationError>> = ctx.pool.install(|| {
-        runs.par_iter()
-            .map(|&(i, j)| {
-                let record = records[i];
-                let sample = samples[i].as_ref().expect("runs only of drawn samples");
-                let Some(Ok(control)) = &controls[i] else {
-                    unreachable!("runs only of problems whose control run passed")
-                };
-                let own = limits_for(ctx.args, &ctx.repos[&record.repo]);
-                // (A C++ harness bounds its mutants' runs itself, with its compile's time.)
-                let run = run_of(
-                    record,
-                    clover_sandbox::pytest::mutant_limits(&own, *control),
-                );
-                let mutant = sample.mutants.mutants.get(j);
-                mutation::run_ground_truth(ctx.sandbox, &run, record, sample, mutant)
+    // The limits of a mutant's run: a few times its problem's control run.
+    let mutant_run = |i: usize| {
+        let record = records[i];
+        let Some(Ok(control)) = &controls[i] else {
+            unreachable!("mutants run only of problems whose control run passed")
+        };
+        let own = limits_for(ctx.args, &ctx.repos[&record.repo]);
+        // (A C++ harness bounds its mutants' runs itself, with its compile's time.)
+        run_of(
+            record,
+            clover_sandbox::pytest::mutant_limits(&own, *control),
+        )
+    };
+    let passed = |i: usize| matches!(controls[i], Some(Ok(_)));
+    // Then the mutants of the problems whose control run passed: a Python problem's first in
+    // one batch of a warm worker (the problem file collected once, each mutant patched into a
+    // fork of it), then each one the batch did not judge, and a C++ problem's, in a run of its
+    // own; the batches, then the runs, of all the problems spread over the pool alike.
+    let batched: Vec<Vec<Option<Verdict>>> = ctx.pool.install(|| {
+        (0..records.len())
+            .into_par_iter()
+            .map(|i| match (&samples[i], ctx.warm.as_deref()) {
+                (Ok(sample), Some(pool))
+                    if passed(i) && records[i].problem.language == Language::Python =>
+                {
+                    mutation::batch_ground_truth(
+                        ctx.sandbox,
+                        &mutant_run(i),
+                        pool,
+                        records[i],
+                        sample,
+                    )
+                }
+                _ => Vec::new(),
             })
             .collect()
     });
+    let runs: Vec<(usize, usize)> = samples
+        .iter()
+        .enumerate()
+        .filter(|&(i, _)| passed(i))
+        .filter_map(|(i, s)| Some((i, s.as_ref().ok()?.mutants.mutants.len())))
+        .flat_map(|(i, n)| (0..n).map(move |j| (i, j)))
+        .filter(|&(i, j)| batched[i].get(j).is_none_or(Option::is_none))
+        .collect();
+    let ran: Vec<Result<Verdict, MutationError>> = ctx.pool.install(|| {
+        runs.par_iter()
+            .map(|&(i, j)| {
+                let sample = samples[i].as_ref().expect("runs only of drawn samples");
+                let mutant = sample.mutants.mutants.get(j);
+                mutation::run_ground_truth(ctx.sandbox, &mutant_run(i), records[i], sample, mutant)
+            })
+            .collect()
+    });
+    // Every mutant's verdict, in the problems' and their samples' order.
+    let mut ran = runs.iter().zip(ran);
+    let verdicts: Vec<Result<Verdict, MutationError>> = samples
+        .iter()
+        .enumerate()
+        .filter(|&(i, _)| passed(i))
+        .filter_map(|(i, s)| Some((i, s.as_ref().ok()?.mutants.mutants.len())))
+        .flat_map(|(i, n)| (0..n).map(move |j| (i, j)))
+        .map(|(i, j)| match batched[i].get(j).cloned().flatten() {
+            Some(v) => Ok(v),
+            None => {
+                let (at, v) = ran.next().expect("a run of every mutant the batch left");
+                debug_assert_eq!(*at, (i, j));
+                v
+            }
+        })
+        .collect();
     let mut verdicts = verdicts.into_iter();
     let mut judged = HashMap::new();
     for ((record, sample), control) in records.iter().zip(samples).zip(controls) {

@@ -266,7 +266,89 @@ pub fn run_ground_truth(
         .python
         .as_ref()
         .expect("wants_mutants took only Python problems");
-    let pytest = PytestRun {
+    let pytest = ground_truth_run(run, py, mutant);
+    let result = match run.warm {
+        Some(pool) => pytest.run_warm(sandbox, pool),
+        None => pytest.run(sandbox),
+    }
+    .map_err(|source| MutationError::Sandbox {
+        id: record.id.clone(),
+        mutant: mutant.map_or_else(|| "none (the control run)".into(), |m| m.id.clone()),
+        source,
+    })?;
+    verdict_of(
+        record,
+        mutant,
+        result.outcome,
+        result.message,
+        &result.tests,
+        |c| node_of_case(c, &[py.problem_file.as_str()]),
+    )
+}
+
+/// Runs `record`'s ground truth against `sample`'s mutants in one batch of a warm worker
+/// (`PytestRun::run_mutants_warm`: the problem file collected once, each mutant patched into
+/// a fork), each within `run.limits`: each mutant's verdict, made from what the batch saw as
+/// [`run_ground_truth`] makes it from a run of its own (the tests that failed as the run's
+/// JUnit report names them), or `None` where the batch could not judge it (that one needs a
+/// run of its own).
+pub fn batch_ground_truth(
+    sandbox: &Sandbox,
+    run: &MutantRun<'_>,
+    pool: &WarmPool,
+    record: &CalibratedProblem,
+    sample: &Sample,
+) -> Vec<Option<Verdict>> {
+    let mutants = &sample.mutants.mutants;
+    let Some(py) = record.problem.python.as_ref() else {
+        return vec![None; mutants.len()];
+    };
+    let pytest = ground_truth_run(run, py, None);
+    let files: Vec<WriteFile> = mutants
+        .iter()
+        .map(|m| WriteFile {
+            path: PathBuf::from(&m.path),
+            contents: m.text.clone().into_bytes(),
+        })
+        .collect();
+    let batch = pytest.run_mutants_warm(sandbox, pool, &files, &run.limits);
+    mutants
+        .iter()
+        .zip(batch)
+        .map(|(m, v)| {
+            let v = v?;
+            let (outcome, cases) = if v.passed {
+                (Outcome::Passed, Vec::new())
+            } else {
+                let cases: Vec<TestCase> = v
+                    .failed
+                    .into_iter()
+                    .map(|(classname, name)| TestCase {
+                        name,
+                        classname,
+                        outcome: TestOutcome::Failed,
+                        message: None,
+                        duration_secs: 0.0,
+                    })
+                    .collect();
+                (Outcome::Failed, cases)
+            };
+            verdict_of(record, Some(m), outcome, None, &cases, |c| {
+                node_of_case(c, &[py.problem_file.as_str()])
+            })
+            .ok()
+        })
+        .collect()
+}
+
+/// The run of `py`'s ground truth, its node id alone, with the problem file and `mutant`'s
+/// source (none: the original) written over the repository's.
+fn ground_truth_run(
+    run: &MutantRun<'_>,
+    py: &clover_protocol::PythonProblem,
+    mutant: Option<&Mutant>,
+) -> PytestRun {
+    PytestRun {
         repo: run.repo.root.clone(),
         python: run.python.clone(),
         targets: vec![py.node_id.clone()],
@@ -288,24 +370,7 @@ pub fn run_ground_truth(
             .map(|(k, v)| (k.into(), v.into()))
             .collect(),
         limits: run.limits.clone(),
-    };
-    let result = match run.warm {
-        Some(pool) => pytest.run_warm(sandbox, pool),
-        None => pytest.run(sandbox),
     }
-    .map_err(|source| MutationError::Sandbox {
-        id: record.id.clone(),
-        mutant: mutant.map_or_else(|| "none (the control run)".into(), |m| m.id.clone()),
-        source,
-    })?;
-    verdict_of(
-        record,
-        mutant,
-        result.outcome,
-        result.message,
-        &result.tests,
-        |c| node_of_case(c, &[py.problem_file.as_str()]),
-    )
 }
 
 /// What a run on `mutant` says of it (`None`: the control run, which must pass: the verdict

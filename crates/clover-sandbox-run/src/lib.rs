@@ -673,8 +673,8 @@ impl<'a> ResponseRunner<'a> {
         let mut verdicts = Vec::with_capacity(mutants.len());
         let mut cold = 0;
         for ((m, file), batched) in mutants.iter().zip(files).zip(batched) {
-            if let Some(passed) = batched {
-                verdicts.push((m, Some(!passed)));
+            if let Some(batched) = batched {
+                verdicts.push((m, Some(!batched.passed)));
                 continue;
             }
             let run = PytestRun {

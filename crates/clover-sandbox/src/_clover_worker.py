@@ -107,6 +107,20 @@ def _read_exact(fd, n):
     return b"".join(parts)
 
 
+def _read_available(fd):
+    """What the non-blocking `fd` holds now."""
+    parts = []
+    while True:
+        try:
+            b = os.read(fd, 65536)
+        except BlockingIOError:
+            break
+        if not b:
+            break
+        parts.append(b)
+    return b"".join(parts)
+
+
 def _write_frame(fd, obj):
     body = json.dumps(obj, separators=(",", ":")).encode()
     data = struct.pack(">I", len(body)) + body
@@ -191,6 +205,7 @@ class Batch:
         self.control = control
         self.results = [None] * n
         self.clean = None
+        self.controlled = False
         self.stopped = False
         self.buf = b""
 
@@ -214,12 +229,32 @@ class Batch:
         if e.get("collected") and self.clean is None:
             self.clean = self.zygote.fingerprint()
             return self.go()
+        if "control" in e:
+            # Once, right after the collection: the unmutated run, which must pass and leave
+            # the view as it was.
+            if self.clean is None or self.controlled or not e["control"] or e.get("left"):
+                return self.stop()
+            self.controlled = True
+            if self.zygote.fingerprint() != self.clean:
+                return self.stop()
+            return self.go()
         i = e.get("mutant")
-        if self.clean is None or not isinstance(i, int) or not 0 <= i < len(self.results):
+        if not self.controlled or not isinstance(i, int) or not 0 <= i < len(self.results):
             return self.stop()
         if self.results[i] is not None or not isinstance(e.get("status"), int):
             return self.stop()
-        self.results[i] = {"status": e["status"], "timed_out": bool(e.get("timed_out"))}
+        failed = e.get("failed")
+        if not isinstance(failed, list) or not all(
+            isinstance(f, list) and len(f) == 2 and all(isinstance(x, str) for x in f)
+            for f in failed
+        ):
+            return self.stop()
+        self.results[i] = {
+            "status": e["status"],
+            "timed_out": bool(e.get("timed_out")),
+            "failed": failed,
+            "ok": bool(e.get("ok")),
+        }
         if e.get("left") or self.zygote.fingerprint() != self.clean:
             return self.stop()
         self.go()
@@ -369,6 +404,7 @@ class Zygote:
                     except Exception:
                         continue
                     self.reporters[key] = fr
+        self.preload()
         self.compile_sources()
         self.warm_patterns()
         # The files the zygote has executed: a candidate that brings its own version of one
@@ -385,6 +421,28 @@ class Zygote:
             threading.setprofile(None)
             self.index_functions()
         self.freeze()
+
+    def preload(self):
+        """Imports the packages a mutant batch's worker was made for (`setup["preload"]`:
+        each a package's folder or a module's file, relative to the repository), when the
+        folder that holds it is on the path: the collection of each batch then finds them
+        loaded instead of importing them under its profile hook. A batch measures nothing, and
+        its control run (the candidate unmutated, in a fork like its mutants') must pass for
+        any of its verdicts to count."""
+        import importlib
+
+        path = {os.path.realpath(p or os.getcwd()) for p in sys.path}
+        for rel in self.setup.get("preload", []):
+            target = os.path.join(self.repo, rel)
+            parent, name = os.path.split(target)
+            if name.endswith(".py"):
+                name = name[:-3]
+            if not name.isidentifier() or os.path.realpath(parent) not in path:
+                continue
+            try:
+                importlib.import_module(name)
+            except BaseException:
+                pass
 
     def warm_patterns(self):
         """Compiles here, once, the patterns every candidate's run would compile for itself:
@@ -1067,6 +1125,9 @@ class Zygote:
             return 0
         config.args = list(req["targets"])
         config.option.maxfail = 1
+        # A mutant's failure is not read but by its test's name: its traceback is formatted
+        # the cheap way (pytest's `--tb=native`), not with source and context.
+        config.option.tbstyle = "native"
         # No report is read of a mutant's run: JUnit's plugin writes its report nowhere
         # rather than into the view.
         from _pytest.junitxml import xml_key
@@ -1095,11 +1156,90 @@ class Zygote:
         # collection made.
         self.note_loaded()
         self.index_functions()
+        # What a mutant's run's JUnit report would say: the tests that failed (in setup, call
+        # or teardown), named as it names them (calibrate keeps them as the mutant's
+        # killers), and whether some test passed (one that only skips checked nothing).
+        from _pytest.junitxml import bin_xml_escape, mangle_test_address
+
+        prefix = [xml.prefix] if xml is not None and getattr(xml, "prefix", None) else []
+        failed, passed, bad = [], set(), set()
+
+        class Failures:
+            @staticmethod
+            def pytest_runtest_logreport(report):
+                if report.failed:
+                    bad.add(report.nodeid)
+                    # At most what a pipe holds: the run's child writes them before it ends.
+                    if len(failed) < 50:
+                        names = mangle_test_address(report.nodeid)
+                        failed.append(
+                            [".".join(prefix + names[:-1])[:500], bin_xml_escape(names[-1])[:500]]
+                        )
+                elif report.skipped:
+                    bad.add(report.nodeid)
+                elif report.when == "call":
+                    passed.add(report.nodeid)
+
+        config.pluginmanager.register(Failures(), "clover-batch-failures")
+        # What the collection made stays as the forks find it, and their collections (pytest
+        # collects garbage several times as a session ends) look only at what each made.
+        gc.collect()
+        gc.freeze()
         tell({"collected": True})
         if os.read(control, 1) != b"1":
             return 0
         wall = req["mutant_wall_ms"] / 1000.0
         cpu = req["mutant_cpu_secs"]
+
+        def fork_run(patches):
+            """One run of the collected candidate in a fork, `patches` applied: its status,
+            whether it ran out of time, what its report would say, and whether it left a
+            process behind."""
+            names_r, names_w = os.pipe()
+            pid = os.fork()
+            if pid == 0:
+
+                def run():
+                    for fd in (events, control, names_r):
+                        os.close(fd)
+                    hard = resource.getrlimit(resource.RLIMIT_CPU)[1]
+                    v = cpu if hard == resource.RLIM_INFINITY else min(cpu, hard)
+                    resource.setrlimit(resource.RLIMIT_CPU, (v, v))
+                    for fn, code_object in patches:
+                        fn.__code__ = code_object
+                    code = self.run_session(collect=False)
+                    # Past the session's end, as a cold run's report is written then.
+                    report = {"failed": failed, "ok": bool(passed - bad)}
+                    self._write_all(names_w, json.dumps(report).encode())
+                    return code
+
+                self.run_and_exit(run)
+            os.close(names_w)
+            status, timed_out = self._wait(pid, wall)
+            # What the child wrote before it ended; a process it left may hold the pipe open.
+            os.set_blocking(names_r, False)
+            data = _read_available(names_r)
+            os.close(names_r)
+            try:
+                report = json.loads(data) if data and os.WIFEXITED(status) else {}
+            except ValueError:
+                report = {}
+            if not isinstance(report, dict):
+                report = {}
+            left = [p for p in os.listdir("/proc") if p.isdigit() and int(p) not in (1, os.getpid())]
+            return status, timed_out, report, bool(left)
+
+        # The control run: the candidate as collected, unmutated, must pass here as it did on
+        # its own (else whatever this batch does differently, nothing it says counts).
+        started = time.monotonic()
+        status, timed_out, report, left = fork_run([])
+        # A mutant's run ends within three times the control run's and 1 s more (as
+        # `pytest::mutant_limits` bounds a run of its own by the candidate's whole run).
+        wall = min(wall, 3 * (time.monotonic() - started) + 1.0)
+        ok = not timed_out and os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+        tell({"control": bool(ok and report.get("ok")), "left": left})
+        if left or not ok or not report.get("ok") or os.read(control, 1) != b"1":
+            return 0
         for i, m in enumerate(mutants):
             path = os.path.realpath(os.path.join(self.repo, m["path"]))
             # A module not loaded yet would be read from the file, which holds the original.
@@ -1109,23 +1249,17 @@ class Zygote:
                 patches = self.patch(path, m["data"].encode("latin-1"))
             except Unpatchable:
                 continue
-            pid = os.fork()
-            if pid == 0:
-
-                def run():
-                    os.close(events)
-                    os.close(control)
-                    hard = resource.getrlimit(resource.RLIMIT_CPU)[1]
-                    v = cpu if hard == resource.RLIM_INFINITY else min(cpu, hard)
-                    resource.setrlimit(resource.RLIMIT_CPU, (v, v))
-                    for fn, code_object in patches:
-                        fn.__code__ = code_object
-                    return self.run_session(collect=False)
-
-                self.run_and_exit(run)
-            status, timed_out = self._wait(pid, wall)
-            left = [p for p in os.listdir("/proc") if p.isdigit() and int(p) not in (1, os.getpid())]
-            tell({"mutant": i, "status": status, "timed_out": timed_out, "left": bool(left)})
+            status, timed_out, report, left = fork_run(patches)
+            tell(
+                {
+                    "mutant": i,
+                    "status": status,
+                    "timed_out": timed_out,
+                    "failed": report.get("failed", []),
+                    "ok": bool(report.get("ok")),
+                    "left": left,
+                }
+            )
             if left or os.read(control, 1) != b"1":
                 break
         return 0

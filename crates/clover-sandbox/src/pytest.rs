@@ -12,7 +12,7 @@ use crate::report::{parse_cobertura, parse_junit};
 use crate::spec::{
     ChannelBytes, Collected, CollectedFile, ExitStatus, Limits, RunOutput, RunSpec, WriteFile,
 };
-use crate::worker::{ColdReason, WarmRun};
+use crate::worker::{BatchVerdict, ColdReason, WarmRun};
 use crate::{Sandbox, SandboxError, WarmPool};
 
 /// Where reports go, relative to the repository; the sandbox user may write there.
@@ -271,7 +271,7 @@ impl PytestRun {
     /// Runs this candidate against each of `mutants` (files written over the repository's)
     /// in one batch of a warm worker of `pool` ([`WarmPool::run_mutants`]): collected once,
     /// then each mutant patched into a fork and run to its first failing test within
-    /// `limits`, without coverage. Each mutant's verdict, `Some(passed)`, or `None` for one
+    /// `limits`, without coverage. Each mutant's verdict, `Some`, or `None` for one
     /// the batch could not judge (no worker, or the mutant needs a fresh view of its own):
     /// run that one on its own.
     pub fn run_mutants_warm(
@@ -280,7 +280,7 @@ impl PytestRun {
         pool: &WarmPool,
         mutants: &[WriteFile],
         limits: &Limits,
-    ) -> Vec<Option<bool>> {
+    ) -> Vec<Option<BatchVerdict>> {
         let none = || vec![None; mutants.len()];
         if self.cov_contexts || mutants.is_empty() {
             return none();

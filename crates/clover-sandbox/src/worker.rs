@@ -72,6 +72,9 @@ struct WorkerKey {
     track: bool,
     /// The worker reports hit lines itself (it then parses the sources once, ahead).
     report_lines: bool,
+    /// Files whose modules the zygote imports before it forks (a mutant batch's: its runs
+    /// measure nothing).
+    preload: Vec<PathBuf>,
     /// The limits the worker's root and cgroups are built with, as a cold run's.
     memory_bytes: u64,
     pids: u64,
@@ -114,6 +117,17 @@ pub struct WarmRun<'a> {
     /// A mutant batch ([`WarmPool::run_mutants`]): the candidate is collected once and run
     /// once per mutant file, each patched into a fork (none: a plain run).
     pub mutants: &'a [WriteFile],
+}
+
+/// A mutant's run in a batch ([`WarmPool::run_mutants`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BatchVerdict {
+    /// As a cold run's judge would have it: pytest ended with status 0 within the mutant's
+    /// limits, and some test passed.
+    pub passed: bool,
+    /// The tests that failed (in setup, call or teardown) as its JUnit report would name
+    /// them, (classname, name), when the run ended by itself.
+    pub failed: Vec<(String, String)>,
 }
 
 /// Why a candidate ran cold.
@@ -205,7 +219,7 @@ impl WarmPool {
         sandbox: &Sandbox,
         run: &WarmRun<'_>,
         limits: &Limits,
-    ) -> Result<Vec<Option<bool>>, ColdReason> {
+    ) -> Result<Vec<Option<BatchVerdict>>, ColdReason> {
         let (_, batch) = self.run(sandbox, run, Some(limits))?;
         let verdicts = batch.as_array().map(Vec::as_slice).unwrap_or_default();
         Ok((0..run.mutants.len())
@@ -213,7 +227,20 @@ impl WarmPool {
                 let v = verdicts.get(i)?;
                 let status = v.get("status")?.as_i64()? as i32;
                 let timed_out = v["timed_out"].as_bool().unwrap_or(true);
-                Some(!timed_out && libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0)
+                let exited_ok = libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0;
+                Some(BatchVerdict {
+                    // As a cold run's judge: status 0 and some test that passed.
+                    passed: !timed_out && exited_ok && v["ok"].as_bool().unwrap_or(false),
+                    failed: v["failed"]
+                        .as_array()
+                        .map(Vec::as_slice)
+                        .unwrap_or_default()
+                        .iter()
+                        .filter_map(|f| {
+                            Some((f.get(0)?.as_str()?.into(), f.get(1)?.as_str()?.into()))
+                        })
+                        .collect(),
+                })
             })
             .collect())
     }
@@ -260,6 +287,16 @@ impl WarmPool {
                         .iter()
                         .any(|t| Path::new(t.split("::").next().unwrap_or(t)) == f.path)
                 }));
+        // A batch's worker imports the packages of the mutated files before it forks (it
+        // measures nothing): each batch's collection then finds them loaded. One worker serves
+        // every batch of a package.
+        let mut preload: Vec<PathBuf> = run
+            .mutants
+            .iter()
+            .map(|f| top_package(&base.repo, &f.path))
+            .collect();
+        preload.sort();
+        preload.dedup();
         let key = WorkerKey {
             repo: repo.clone(),
             python: run.python.to_path_buf(),
@@ -277,6 +314,7 @@ impl WarmPool {
             late: run.late,
             track,
             report_lines: run.coverage_lines.is_some(),
+            preload: preload.clone(),
             memory_bytes: limits.memory_bytes,
             pids: limits.pids,
             cpu_millis: (limits.cpus * 1000.0).round() as u64,
@@ -292,6 +330,7 @@ impl WarmPool {
                 "save_coverage": run.save_coverage,
                 "late": run.late,
                 "track": track,
+                "preload": preload.iter().map(|p| p.to_string_lossy()).collect::<Vec<_>>(),
                 "report_lines": run.coverage_lines.is_some(),
                 "tmpfs_bytes": limits.tmpfs_bytes,
                 "overlay_bytes": limits.overlay_bytes,
@@ -381,6 +420,21 @@ impl WarmPool {
         }
         Ok(out)
     }
+}
+
+/// The package a repository file belongs to: its outermost folder of `__init__.py` files, or
+/// the file itself when it is a module of no package.
+fn top_package(repo: &Path, file: &Path) -> PathBuf {
+    let mut top = file.to_path_buf();
+    let mut dir = file.parent();
+    while let Some(d) = dir.filter(|d| !d.as_os_str().is_empty()) {
+        if !repo.join(d).join("__init__.py").is_file() {
+            break;
+        }
+        top = d.to_path_buf();
+        dir = d.parent();
+    }
+    top
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {

@@ -446,7 +446,8 @@ fn a_changed_body_is_patched_into_the_fork_and_code_that_ran_at_import_is_not() 
 /// conftest before the fork or by the candidate's collection. The batch leaves to a run of
 /// its own a mutant of a function that ran while collecting (a parametrize argument) or at
 /// import, one of a module the collection did not load, and every mutant after a run that
-/// changed the view (a file written in /tmp).
+/// changed the view (a file written in /tmp). A run whose test skips kills its mutant. A
+/// candidate that does not pass in the batch's control run gets no verdict from it.
 #[test]
 fn a_mutant_batch_judges_what_a_fork_can_be_given_as_cold_runs_do() {
     let Some(py) = clover_testkit::python() else {
@@ -486,6 +487,10 @@ fn a_mutant_batch_judges_what_a_fork_can_be_given_as_cold_runs_do() {
         file("pkg/m.py", m.replace("return 'g'", "return 'h'")),
         file(
             "pkg/m.py",
+            m.replace("return 1", "return __import__('pytest').skip('all')"),
+        ),
+        file(
+            "pkg/m.py",
             m.replace(
                 "return 1",
                 "return open('/tmp/clover-dirt', 'w').close() or 1",
@@ -511,7 +516,11 @@ fn a_mutant_batch_judges_what_a_fork_can_be_given_as_cold_runs_do() {
         ..Limits::default()
     };
     let pool = WarmPool::new();
-    let batched = run.run_mutants_warm(&sb, &pool, &mutants, &limits);
+    let verdicts = run.run_mutants_warm(&sb, &pool, &mutants, &limits);
+    let batched: Vec<Option<bool>> = verdicts
+        .iter()
+        .map(|v| v.as_ref().map(|v| v.passed))
+        .collect();
     assert_eq!(
         batched,
         [
@@ -521,10 +530,33 @@ fn a_mutant_batch_judges_what_a_fork_can_be_given_as_cold_runs_do() {
             None,
             None,
             None,
+            Some(false),
             Some(true),
             None
         ]
     );
+    // A killed mutant names the test that failed, as its JUnit report would; one whose
+    // test skipped (it checked nothing: killed, as a cold run's judge has it) names none.
+    for v in [&verdicts[0], &verdicts[2]].into_iter().flatten() {
+        assert_eq!(
+            v.failed,
+            [("tests.test_c".to_string(), "test_all[5]".to_string())]
+        );
+    }
+    assert_eq!(verdicts[6].as_ref().map(|v| v.failed.len()), Some(0));
+    // A candidate that does not pass unmutated in the batch's own control run gets no
+    // verdict from it.
+    let failing = PytestRun {
+        files: vec![WriteFile {
+            path: "tests/test_c.py".into(),
+            contents: test.replace("== 1", "== 0").into_bytes(),
+        }],
+        ..run.clone()
+    };
+    assert!(failing
+        .run_mutants_warm(&sb, &pool, &mutants, &limits)
+        .iter()
+        .all(Option::is_none));
     // Each verdict the batch gave is a cold run's of its own.
     for (mutant, passed) in mutants.iter().zip(&batched) {
         let Some(passed) = passed else { continue };
