@@ -9,10 +9,12 @@
 use tree_sitter::Node;
 
 use crate::operator::{self, Operator};
-use crate::sites::{string_replacement, walk, Descend, Sites};
+use crate::sites::{string_replacement, walk, Descend, Errors, Sites};
 
 pub(crate) fn find(root: Node<'_>, sites: &mut Sites<'_>) {
-    walk(root, sites, |node, field, sites| visit(node, field, sites));
+    walk(root, sites, Errors::Enter, |node, field, sites| {
+        visit(node, field, sites)
+    });
 }
 
 fn visit(node: Node<'_>, field: Option<&str>, sites: &mut Sites<'_>) -> Descend {

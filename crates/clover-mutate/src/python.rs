@@ -3,10 +3,13 @@
 use tree_sitter::Node;
 
 use crate::operator::{self, Operator};
-use crate::sites::{field_children, string_replacement, walk, Descend, Sites};
+use crate::sites::{field_children, string_replacement, walk, Descend, Errors, Sites};
 
 pub(crate) fn find(root: Node<'_>, sites: &mut Sites<'_>) {
-    walk(root, sites, |node, _field, sites| visit(node, sites));
+    // A Python mutant that does not compile would fail its run: kill, not be invalid.
+    walk(root, sites, Errors::Skip, |node, _field, sites| {
+        visit(node, sites)
+    });
 }
 
 fn visit(node: Node<'_>, sites: &mut Sites<'_>) -> Descend {

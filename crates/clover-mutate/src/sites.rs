@@ -95,13 +95,14 @@ pub(crate) enum Descend {
 pub(crate) fn walk<'t>(
     root: Node<'t>,
     sites: &mut Sites<'_>,
+    errors: Errors,
     mut visit: impl FnMut(Node<'t>, Option<&'static str>, &mut Sites<'_>) -> Descend,
 ) {
     // An explicit stack: a long chain of `a + b + c …` nests as deep as it is long.
     let mut stack: Vec<(Node<'t>, Option<&'static str>)> = vec![(root, None)];
     let mut children = Vec::new();
     while let Some((node, field)) = stack.pop() {
-        if node.is_error() || !sites.touches(node) {
+        if (node.is_error() && errors == Errors::Skip) || !sites.touches(node) {
             continue;
         }
         if let Descend::No = visit(node, field, sites) {
@@ -118,6 +119,17 @@ pub(crate) fn walk<'t>(
         }
         stack.extend(children.drain(..).rev());
     }
+}
+
+/// What [`walk`] does with a node tree-sitter could not parse.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Errors {
+    /// Passes it by, sites and all.
+    Skip,
+    /// Looks for sites in it as anywhere else. For C++, whose macros tree-sitter does not
+    /// expand: a source full of them (snappy.cc) can sit whole inside one error node, and a
+    /// mutant that no longer compiles is judged invalid, never killed.
+    Enter,
 }
 
 /// The children of `node` under field `field`.
