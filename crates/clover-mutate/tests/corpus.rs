@@ -145,5 +145,8 @@ fn corpus_cpp_sources_give_mutants() {
         .collect();
     assert!(!snappy.is_empty(), "snappy.cc is in the corpus");
     let (_, candidates, _) = sample_each(&snappy, Language::Cpp, 20);
-    assert!(candidates > 1000, "snappy.cc has {candidates} mutation sites");
+    assert!(
+        candidates > 1000,
+        "snappy.cc has {candidates} mutation sites"
+    );
 }
