@@ -844,19 +844,10 @@ struct WarmCold {
 
 impl WarmCold {
     fn compare(model: &str, warm: Measured, cold: Measured, w: &str, c: &str) -> Result<WarmCold> {
-        let read = |path: &str| -> Result<Vec<RunResult>> {
-            let mut reader = RecordReader::new(
-                BufReader::new(std::fs::File::open(path)?),
-                path,
-                DEFAULT_MAX_LINE_BYTES,
-            );
-            let mut out = Vec::new();
-            while let Some(r) = reader.next_record::<RunResult>() {
-                out.push(r?.1);
-            }
-            Ok(out)
-        };
-        let (w, c) = (read(w)?, read(c)?);
+        let (w, c) = (
+            read_records::<RunResult>(Path::new(w))?,
+            read_records::<RunResult>(Path::new(c))?,
+        );
         let mut out = WarmCold {
             model: model.into(),
             warm,
@@ -904,6 +895,17 @@ impl WarmCold {
         }
         Ok(out)
     }
+}
+
+/// Every record of a JSON Lines file, in its order.
+pub(crate) fn read_records<T: clover_protocol::Record>(path: &Path) -> Result<Vec<T>> {
+    let mut reader = RecordReader::open(Some(path), DEFAULT_MAX_LINE_BYTES)
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    let mut out = Vec::new();
+    while let Some(r) = reader.next_record::<T>() {
+        out.push(r?.1);
+    }
+    Ok(out)
 }
 
 fn mib(kib: u64) -> String {

@@ -13,8 +13,10 @@ use std::fmt::Write as _;
 use std::io::{BufRead, BufReader, BufWriter, Write as _};
 use std::path::Path;
 
-use anyhow::{Context, Result};
-use clover_protocol::{ProblemMutants, RecordReader, RunResult, Task, DEFAULT_MAX_LINE_BYTES};
+use anyhow::Result;
+use clover_protocol::{ProblemMutants, RunResult, Task};
+
+use crate::bench_corpus::read_records;
 
 /// The mutation pass may cost at most this many times the plain run of the same responses.
 pub const MUTATION_TARGET: f64 = 3.0;
@@ -83,7 +85,7 @@ pub fn run(
     let with_secs = stage("sandbox-run", "oracle: II, III, C++ po --mutation", &[&picked, "--manifest", manifest, "--mutation", &sidecar, "-o", &with_out])?;
 
     let mut rows: BTreeMap<String, PassRow> = BTreeMap::new();
-    for m in read::<ProblemMutants>(Path::new(&sidecar))? {
+    for m in read_records::<ProblemMutants>(Path::new(&sidecar))? {
         let row = rows.entry(repo_of(&m.id)).or_default();
         row.problems += 1;
         row.kept += m.kept.len();
@@ -91,12 +93,12 @@ pub fn run(
         row.invalid += m.invalid.len();
         row.sampled += m.kept.len() + m.survived.len() + m.invalid.len();
     }
-    for r in read::<RunResult>(Path::new(&plain_out))? {
+    for r in read_records::<RunResult>(Path::new(&plain_out))? {
         rows.entry(r.repo.clone()).or_default().plain_secs += r.duration_secs;
     }
     // Responses with the same candidate and focus share one pass: its runs count once.
     let mut seen = BTreeSet::new();
-    for r in read::<RunResult>(Path::new(&with_out))? {
+    for r in read_records::<RunResult>(Path::new(&with_out))? {
         let row = rows.entry(r.repo.clone()).or_default();
         row.responses += 1;
         let m = &r.mutation;
@@ -123,20 +125,6 @@ fn scoring_key(r: &RunResult) -> String {
 
 fn repo_of(id: &str) -> String {
     id.split('/').next().unwrap_or(id).to_string()
-}
-
-fn read<T: clover_protocol::Record>(path: &Path) -> Result<Vec<T>> {
-    let f = std::fs::File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let mut reader = RecordReader::new(
-        BufReader::new(f),
-        &path.display().to_string(),
-        DEFAULT_MAX_LINE_BYTES,
-    );
-    let mut out = Vec::new();
-    while let Some(r) = reader.next_record::<T>() {
-        out.push(r?.1);
-    }
-    Ok(out)
 }
 
 /// Writes the `po` responses of Tasks II and III and of C++ to `to`; every prefix of their
