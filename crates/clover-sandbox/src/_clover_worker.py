@@ -659,9 +659,6 @@ class Zygote:
 
         rewrite._rewrite_test = rewrite_test
 
-    def rootdir(self):
-        return (str(self.config.rootpath), str(self.config.inipath or ""))
-
     def serve(self):
         _write_frame(self.answers, {"ready": True, "pid": os.getpid()})
         # The next candidate's supervisor is made (namespaces, mounts, loopback) while the
@@ -773,6 +770,18 @@ class Zygote:
         """C, once its candidate came: writes the files, runs it, answers."""
         lim = req["limits"]
         repo = self.repo
+        # A file that could decide pytest's rootdir or configuration file: the worker was
+        # configured before its candidates came; a worker configured per run decides them
+        # anew. (Only the name is looked at here: C does not parse what a candidate wrote.)
+        if self.config is not None and self.may_move_rootdir(req["files"]):
+            _write_frame(
+                answer_fd,
+                {
+                    "refused": "the candidate brings a file that may give its run another "
+                    "rootdir or configuration file than the worker's"
+                },
+            )
+            return 0
         # A file the candidate brings in place of the repository's is parsed anew for its lines.
         self.replaced = {os.path.realpath(os.path.join(repo, f["path"])) for f in req["files"]}
         patches = []
@@ -1121,8 +1130,6 @@ class Zygote:
 
         if config is None or self.ran is None:
             return 0
-        if self.may_move_rootdir(req["files"]) and self.rootdir_of(req["targets"]) != self.rootdir():
-            return 0
         config.args = list(req["targets"])
         config.option.maxfail = 1
         # A mutant's failure is not read but by its test's name: its traceback is formatted
@@ -1282,9 +1289,6 @@ class Zygote:
         if self.config is None:
             return self.run_pytest_late(req)
         config = self.config
-        if self.may_move_rootdir(req["files"]) and self.rootdir_of(req["targets"]) != self.rootdir():
-            print("the candidate's rootdir differs from the worker's", file=sys.stderr)
-            return 4
         config.args = list(req["targets"])
         return self.run_session(collect=True)
 
@@ -1366,8 +1370,8 @@ class Zygote:
         """Whether the candidate's files could give its run another rootdir or configuration
         file than the worker's: the worker was configured for the same target folders in the
         same view, so only a file pytest looks for when it decides them (a configuration file
-        by its name, setup.py) can. Deciding it anew reads and parses those files (a
-        pyproject.toml: about 5 ms a run)."""
+        by its name, setup.py) can. Such a candidate goes to a worker configured per run,
+        which decides them as a cold run does."""
         names = {
             "pytest.toml",
             ".pytest.toml",
@@ -1385,20 +1389,6 @@ class Zygote:
         except ImportError:
             pass
         return any(os.path.basename(f["path"]) in names for f in files)
-
-    def rootdir_of(self, targets):
-        from _pytest.config.findpaths import determine_setup
-
-        config = self.config
-        paths = [t.split("::")[0] for t in targets]
-        rootdir, inipath, _, _ = determine_setup(
-            inifile=config.option.inifilename,
-            override_ini=config.option.override_ini,
-            args=paths,
-            rootdir_cmd_arg=config.option.rootdir or None,
-            invocation_dir=config.invocation_params.dir,
-        )
-        return (str(rootdir), str(inipath or ""))
 
     def write_coverage(self, rel):
         """The lines coverage.py's XML report would mark as hit, per file, named as it names

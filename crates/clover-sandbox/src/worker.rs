@@ -17,9 +17,11 @@
 //! pipe the candidate's supervisor reads and passes on in its answer, whose write end the
 //! runner hands to clover's plugin before pytest starts. The
 //! lines coverage.py saw are read in the child (coverage.py's own analysis, the lines its
-//! XML report marks as hit) instead of through a Cobertura file. A candidate the worker
-//! cannot serve — no overlay, a worker that would not start, died, or a target whose pytest
-//! rootdir is not the worker's — runs cold, and the result says why.
+//! XML report marks as hit) instead of through a Cobertura file. A candidate that replaces
+//! a module the worker has run, or brings a file that may decide pytest's rootdir or
+//! configuration file (`pytest.ini`, `pyproject.toml`, `setup.py`…), runs in a worker
+//! configured per run ([`WarmRun::late`]). A candidate no worker can serve — no overlay, a
+//! worker that would not start, or died — runs cold, and the result says why.
 
 use std::collections::HashMap;
 use std::ffi::OsString;
@@ -141,7 +143,8 @@ pub enum ColdReason {
     Silent,
     #[error("the warm worker could not serve the candidate: {0}")]
     Refused(String),
-    /// The run replaces a file the worker has executed: a worker configured per run
+    /// The run replaces a file the worker has executed, or brings one that may decide
+    /// pytest's rootdir or configuration file: a worker configured per run
     /// ([`WarmRun::late`]) can serve it.
     #[error("{0}")]
     Replaces(String),
@@ -276,16 +279,20 @@ impl WarmPool {
         if !run.late {
             args.extend(dirs);
         }
-        // A run that brings a file besides its targets' (a mutant of the package) may replace
+        // A run that brings code besides its targets' (a mutant of the package) may replace
         // a module the zygote imported, which the fork can be given by patching functions
         // only if the zygote noted what ran before it: a profile hook while pytest loads and
-        // configures, which costs a worker's start about 0.3 s. Other runs' workers skip it.
+        // configures, which costs a worker's start about 0.3 s. Other runs' workers skip it,
+        // those that bring only data files besides their targets (calibrate's list of the
+        // files it has parsed) included: no import reads one.
         let track = !run.late
             && (!run.mutants.is_empty()
                 || run.files.iter().any(|f| {
-                    !run.targets
-                        .iter()
-                        .any(|t| Path::new(t.split("::").next().unwrap_or(t)) == f.path)
+                    may_hold_code(&f.path)
+                        && !run
+                            .targets
+                            .iter()
+                            .any(|t| Path::new(t.split("::").next().unwrap_or(t)) == f.path)
                 }));
         // A batch's worker imports the packages of the mutated files before it forks (it
         // measures nothing): each batch's collection then finds them loaded. One worker serves
@@ -420,6 +427,14 @@ impl WarmPool {
         }
         Ok(out)
     }
+}
+
+/// Whether an import could execute the file: Python source or bytecode, an extension
+/// module, a `.pth` file.
+fn may_hold_code(path: &Path) -> bool {
+    path.extension()
+        .and_then(|e| e.to_str())
+        .is_none_or(|e| matches!(e, "py" | "pyw" | "pyc" | "pyo" | "so" | "pyd" | "pth"))
 }
 
 /// The package a repository file belongs to: its outermost folder of `__init__.py` files, or

@@ -350,6 +350,36 @@ fn a_candidate_replacing_a_loaded_file_runs_in_a_worker_configured_per_run() {
     }
 }
 
+/// A candidate that brings a pytest configuration file of its own (here one that collects
+/// `check_*` functions) may give its run another rootdir or configuration file than the
+/// worker was configured with: it runs in a worker configured per run, with the verdict of a
+/// cold run (before, the worker's fork refused it with pytest's usage error, status 4).
+#[test]
+fn a_candidate_bringing_a_pytest_configuration_runs_as_a_cold_run_does() {
+    let Some(py) = clover_testkit::python() else {
+        return;
+    };
+    let Some(sb) = sandbox() else { return };
+    let mut run = candidate(
+        &py,
+        "tests/sub/test_clover_candidate.py",
+        "from ledger.money import Money\n\ndef check_cents():\n    assert Money(7).cents == 7\n",
+    );
+    run.files.push(WriteFile {
+        path: "tests/sub/pytest.ini".into(),
+        contents: b"[pytest]\npythonpath = ../../src\npython_functions = check_*\n".to_vec(),
+    });
+    let pool = WarmPool::new();
+    let cold = run.run(&sb).unwrap();
+    assert_eq!(cold.outcome, Outcome::Passed, "{:?}", cold.message);
+    assert_eq!(cold.tests.len(), 1, "{:?}", cold.tests);
+    for _ in 0..2 {
+        let warm = run.run_warm(&sb, &pool).unwrap();
+        assert!(warm.message.is_none(), "{:?}", warm.message);
+        assert_eq!(verdict(&warm), verdict(&cold));
+    }
+}
+
 /// A candidate that replaces a module the zygote imported, changing only the body of a
 /// function that has not run (a mutant of a target's body), is served by a fork of the
 /// configured worker with that function's code patched: two such runs see the same import
