@@ -129,6 +129,7 @@ fn check(sandbox: &Sandbox, repo: &RepoConfig) -> Result<Share> {
                 python: python.clone(),
                 limits: limits(),
                 warm: None,
+                statements: Default::default(),
             };
             let calibrated = clover_calibrate::calibrate_group(sandbox, repo, group, &opts)?;
             let (mut base, mut pass, mut failures) = (0, 0, Vec::new());

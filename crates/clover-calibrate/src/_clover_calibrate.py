@@ -10,17 +10,25 @@ pytest-cov measures, so the report needs no second interpreter. It does four thi
   included: calibrate keeps those lines out of unique blocks and target bodies, and needs
   them measured as sandbox-run measures them. Collecting under the tracer costs CPU: about a
   fifth more for toolz's itertoolz group, run cold.
-* At the start of each test's setup it switches coverage.py's dynamic context to
-  `<node id>|test`, so that the test's setup, call and teardown are one context. pytest-cov's
-  `--cov-context=test` switches three times per test (`|setup`, `|run`, `|teardown`), and
-  every switch flushes the collected lines into the SQLite data; calibrate folds the phases
-  anyway. Lines run before the first test (imports, collection) stay in the empty context.
+* At the start of each test's setup it starts a new context, `<node id>|test`, so that the
+  test's setup, call and teardown are one context. Lines run before the first test (imports,
+  collection) are in the empty context. A context switch of coverage.py
+  (`Coverage.switch_context`, what pytest-cov's `--cov-context=test` does three times a test)
+  flushes the collected lines into the SQLite data: about 5 ms a test on flask's suite, half
+  again the suite's own run. So the plugin takes the lines out of coverage.py's collector
+  itself, into memory, at each switch: the same lines under the same contexts. Where the
+  collector is not the one it knows (another coverage.py, branch measurement), it switches
+  coverage.py's context instead.
 * At session end, after pytest-cov has stopped coverage and saved its data, it reads the data
-  back through coverage.py's public API and writes `CLOVER_CONTEXTS_OUT`:
-  `{"files": {FILE: {"executable": [LINE...], "contexts": {CONTEXT: [LINE...]}}}}`, for the
-  measured files that are not test files and that some test context touched (calibrate keeps
-  nothing else), each context named once per file; the empty context `""` holds what ran
-  before the first test.
+  back through coverage.py's public API, adds what it took in memory, and writes
+  `CLOVER_CONTEXTS_OUT`: `{"files": {FILE: {"stat": [SIZE, MTIME_NS], "executable": [LINE...],
+  "contexts": {CONTEXT: [LINE...]}}}, "contexts": "taken" | "switched"}`, for the measured files that are not test files and
+  that some test context touched (calibrate keeps nothing else), each context named once per
+  file; the empty context `""` holds what ran before the first test. A file's executable
+  lines come from parsing it (`Coverage.analysis2`, about 25 ms a file of flask): they are
+  left out for the files `CLOVER_KNOWN_STATEMENTS` (a JSON file, `{FILE: [SIZE, MTIME_NS]}`)
+  names with the size and time of change the file still has, whose lines calibrate has from
+  an earlier run of the same repository.
 * It lets the empty test (`def test_clover_empty(self, **parameters)`) collect under a
   class-level or module-level `parametrize`, by showing pytest the parameters' names as its
   signature; pytest refuses a test that takes none of an enclosing mark's arguments.
@@ -43,6 +51,16 @@ import pytest
 # Absolute now: a test may change the working directory and not change it back.
 _ROOT = os.getcwd()
 _OUT = os.path.abspath(os.environ.get("CLOVER_CONTEXTS_OUT", "coverage-contexts.json"))
+_KNOWN = os.environ.get("CLOVER_KNOWN_STATEMENTS")
+if _KNOWN:
+    _KNOWN = os.path.abspath(_KNOWN)
+
+# The context lines are gathered for now, and the lines taken out of the collector so far:
+# {context: {file: set of lines}}. `_taking` is False once the collector turned out not to be
+# one whose lines the plugin can take; coverage.py's contexts are switched then.
+_context = ""
+_taken = {}
+_taking = True
 
 # Files calibrate never keeps (its own problem files, tests, conftest files); leaving them out
 # here saves parsing them for their executable lines.
@@ -96,11 +114,58 @@ def pytest_pycollect_makeitem(collector, name, obj):
     return None
 
 
+def _take(cov):
+    """Moves the lines coverage.py's collector holds into `_taken`, under `_context`, and
+    clears them there as its own flush does (`Collector._clear_data`). False when the
+    collector is not a line collector of the shape this knows: a dict of sets of line numbers
+    per file, behind a lock when tracers run in threads."""
+    collector = getattr(cov, "_collector", None)
+    data = getattr(collector, "data", None)
+    clear = getattr(collector, "_clear_data", None)
+    mapped = getattr(collector, "cached_mapped_file", None)
+    if (
+        not isinstance(data, dict)
+        or getattr(collector, "branch", True)
+        or clear is None
+        or mapped is None
+    ):
+        return False
+    into = _taken.setdefault(_context, {})
+    took = False
+    lock = getattr(collector, "data_lock", None)
+    if lock is not None:
+        lock.acquire()
+    try:
+        for name, lines in list(data.items()):
+            if not isinstance(lines, set):
+                return False
+            if lines:
+                into.setdefault(mapped(name), set()).update(lines)
+                took = True
+    finally:
+        if lock is not None:
+            lock.release()
+    clear()
+    if took:
+        # The saved data may now hold no line: coverage.py would warn that it collected
+        # none, which a suite's `filterwarnings = error` makes an error of the run.
+        cov._warn_no_data = False
+    return True
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item):
+    global _context, _taking
     cov = coverage.Coverage.current()
-    if cov is not None:
-        cov.switch_context(item.nodeid + "|test")
+    if cov is None:
+        return
+    context = item.nodeid + "|test"
+    if _taking:
+        _taking = _take(cov)
+        if _taking:
+            _context = context
+            return
+    cov.switch_context(context)
 
 
 @pytest.hookimpl(trylast=True)
@@ -114,26 +179,45 @@ def pytest_sessionfinish(session):
         cov = coverage.Coverage(data_file=os.environ["COVERAGE_FILE"], config_file=config)
         cov.load()
         data = cov.get_data()
-        files = {}
-        for name in sorted(data.measured_files()):
-            if _is_test_file(name):
-                continue
-            by_context = {}
+        known = {}
+        if _KNOWN:
+            with open(_KNOWN) as f:
+                known = json.load(f)
+        # What the saved data holds in the empty context ran after the last switch when the
+        # plugin took the lines itself: coverage.py's own context never changed.
+        saved_empty = _context if _taking else ""
+        by_file = {}
+        for context, taken in _taken.items():
+            for name, lines in taken.items():
+                by_file.setdefault(name, {}).setdefault(context, set()).update(lines)
+        for name in data.measured_files():
+            by_context = by_file.setdefault(name, {})
             for line, contexts in data.contexts_by_lineno(name).items():
                 for context in contexts:
-                    by_context.setdefault(context, []).append(line)
-            if not any(by_context):
+                    by_context.setdefault(context or saved_empty, set()).add(line)
+        files = {}
+        for name in sorted(by_file):
+            by_context = by_file[name]
+            # (A file only the empty context touched is nobody's.)
+            if _is_test_file(name) or not any(c for c, lines in by_context.items() if lines):
                 continue
             try:
-                statements = cov.analysis2(name)[1]
-            except Exception:
-                continue  # the source is gone or is not Python
-            files[name] = {
-                "executable": sorted(statements),
-                "contexts": {c: sorted(lines) for c, lines in sorted(by_context.items())},
-            }
+                st = os.stat(name)
+            except OSError:
+                continue  # the source is gone
+            stat = [st.st_size, st.st_mtime_ns]
+            entry = {"stat": stat}
+            if known.get(name) != stat:
+                try:
+                    entry["executable"] = sorted(cov.analysis2(name)[1])
+                except Exception:
+                    continue  # the source is not Python
+            entry["contexts"] = {c: sorted(lines) for c, lines in sorted(by_context.items())}
+            files[name] = entry
         with open(_OUT, "w") as out:
-            json.dump({"files": files}, out)
+            # How the contexts were kept apart: lines taken from the collector, or coverage.py's
+            # own context switches.
+            json.dump({"files": files, "contexts": "taken" if _taking else "switched"}, out)
     except Exception as e:  # noqa: BLE001 - reported, never raised into pytest
         print(f"clover calibrate: cannot write {_OUT}: {e!r}", file=sys.stderr)
     finally:

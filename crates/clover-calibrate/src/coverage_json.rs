@@ -18,8 +18,15 @@
 //! every run alike, so one run of many tests and one run per test give the same lines; they
 //! are read apart ([`ContextCoverage::imported`]), since any process that imports the same
 //! modules runs them.
+//!
+//! A file's executable lines are coverage.py's parse of it, the same in every run of the
+//! repository while the file is unchanged: the plugin reports them once a calibrate run, and
+//! each later run names it the files it need not parse again ([`KnownStatements`]), with the
+//! size and time of change they had when parsed.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 use clover_protocol::LineRanges;
 use serde_json::Value;
@@ -36,6 +43,49 @@ pub struct ContextCoverage {
     /// Lines run before the first test (the empty context): loading conftests, importing
     /// and collecting the test files.
     pub imported: CoverageMap,
+}
+
+/// The executable lines of the files the plugin has reported, by repository root and file as
+/// the report names it, with the file's size and time of change (nanoseconds) then. Shared by
+/// the groups of a calibrate run; a file whose size or time differs in a run (a test rewrote
+/// it in its view) is parsed again there.
+#[derive(Debug, Default)]
+pub struct KnownStatements(Mutex<HashMap<PathBuf, HashMap<String, KnownFile>>>);
+
+type KnownFile = ([u64; 2], Vec<u32>);
+
+/// The environment variable naming the file of [`KnownStatements::listing`] in the run's view.
+pub const KNOWN_STATEMENTS_ENV: &str = "CLOVER_KNOWN_STATEMENTS";
+
+impl KnownStatements {
+    /// What the plugin reads from `CLOVER_KNOWN_STATEMENTS`: `{FILE: [SIZE, MTIME_NS]}` of
+    /// the files of the repository at `root` whose lines are known.
+    pub fn listing(&self, root: &Path) -> String {
+        let known = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let listing: BTreeMap<&str, [u64; 2]> = known
+            .get(root)
+            .into_iter()
+            .flatten()
+            .map(|(name, (stat, _))| (name.as_str(), *stat))
+            .collect();
+        serde_json::to_string(&listing).expect("a map of strings to numbers")
+    }
+
+    fn get(&self, root: &Path, name: &str, stat: [u64; 2]) -> Option<Vec<u32>> {
+        let known = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        match known.get(root)?.get(name)? {
+            (s, lines) if *s == stat => Some(lines.clone()),
+            _ => None,
+        }
+    }
+
+    fn insert(&self, root: &Path, name: &str, stat: [u64; 2], lines: &[u32]) {
+        let mut known = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        known
+            .entry(root.to_path_buf())
+            .or_default()
+            .insert(name.to_string(), (stat, lines.to_vec()));
+    }
 }
 
 /// The report is not what [`PLUGIN`] writes.
@@ -62,10 +112,14 @@ pub fn test_of_context(context: &str) -> Option<&str> {
     })
 }
 
-/// Parses the report, keeping files for which `keep(path)` gives a repository-relative path.
+/// Parses the report of a run of the repository at `root`, keeping files for which
+/// `keep(path)` gives a repository-relative path. A file reported without its executable lines
+/// takes them from `known`; those reported with them are added there.
 pub fn parse(
     json: &[u8],
     keep: impl Fn(&str) -> Option<String>,
+    known: &KnownStatements,
+    root: &Path,
 ) -> Result<ContextCoverage, ReportError> {
     let value: Value = serde_json::from_slice(json).map_err(|e| ReportError(e.to_string()))?;
     let files = value
@@ -74,15 +128,34 @@ pub fn parse(
         .ok_or_else(|| ReportError("no `files` object".into()))?;
     let mut out = ContextCoverage::default();
     for (name, file) in files {
+        let stat: Option<[u64; 2]> = file
+            .get("stat")
+            .and_then(|s| serde_json::from_value(s.clone()).ok());
+        let executable: Option<Vec<u32>> =
+            file.get("executable")
+                .and_then(Value::as_array)
+                .map(|lines| {
+                    lines
+                        .iter()
+                        .filter_map(Value::as_u64)
+                        .map(|l| l as u32)
+                        .collect()
+                });
+        let executable = match (executable, stat) {
+            (Some(lines), Some(stat)) => {
+                known.insert(root, name, stat, &lines);
+                Some(lines)
+            }
+            (Some(lines), None) => Some(lines),
+            (None, Some(stat)) => known.get(root, name, stat),
+            (None, None) => None,
+        };
         let Some(path) = keep(name) else { continue };
-        let executable: Vec<u32> = file
-            .get("executable")
-            .and_then(Value::as_array)
-            .ok_or_else(|| ReportError(format!("file {name} has no `executable` lines")))?
-            .iter()
-            .filter_map(Value::as_u64)
-            .map(|l| l as u32)
-            .collect();
+        let executable = executable.ok_or_else(|| {
+            ReportError(format!(
+                "file {name} has no `executable` lines, nor known ones"
+            ))
+        })?;
         out.executable
             .insert(path.clone(), LineRanges::from_lines(executable));
         let contexts = file
@@ -157,7 +230,15 @@ mod tests {
                 "tests/t.py::test_a|run": [0, 5], "tests/t.py::test_b[x]|run": [5],
                 "tests/t.py::test_b[y]|setup": [6]}},
             "tests/t.py": {"executable": [1], "contexts": {"": [1]}}}}"#;
-        let cov = parse(json, |p| p.starts_with("src/").then(|| p.to_string())).unwrap();
+        let known = KnownStatements::default();
+        let root = Path::new("/r");
+        let cov = parse(
+            json,
+            |p| p.starts_with("src/").then(|| p.to_string()),
+            &known,
+            root,
+        )
+        .unwrap();
         assert_eq!(
             cov.executable["src/pkg/m.py"].ranges(),
             &[[1, 2], [5, 6], [8, 8]]
@@ -175,11 +256,35 @@ mod tests {
             cov.by_test["tests/t.py::test_b"]["src/pkg/m.py"].ranges(),
             &[[5, 6]]
         );
-        assert!(parse(b"{}", |p| Some(p.to_string())).is_err());
+        assert!(parse(b"{}", |p| Some(p.to_string()), &known, root).is_err());
         let no_contexts = br#"{"files": {"m.py": {"executable": [1]}}}"#;
-        let err = parse(no_contexts, |p| Some(p.to_string()))
+        let err = parse(no_contexts, |p| Some(p.to_string()), &known, root)
             .unwrap_err()
             .to_string();
         assert!(err.contains("no `contexts`"), "{err}");
+    }
+
+    #[test]
+    fn executable_lines_reported_once_are_known_while_the_file_is_unchanged() {
+        let known = KnownStatements::default();
+        let (root, other) = (Path::new("/r"), Path::new("/other"));
+        let keep = |p: &str| Some(p.to_string());
+        let first = br#"{"files": {"m.py": {"stat": [10, 7], "executable": [1, 2, 3],
+            "contexts": {"t.py::test_a|test": [2]}}}}"#;
+        let first = parse(first, keep, &known, root).unwrap();
+        assert_eq!(known.listing(root), r#"{"m.py":[10,7]}"#);
+        assert_eq!(known.listing(other), "{}");
+        let later = br#"{"files": {"m.py": {"stat": [10, 7],
+            "contexts": {"t.py::test_b|test": [3]}}}}"#;
+        let later = parse(later, keep, &known, root).unwrap();
+        assert_eq!(later.executable, first.executable);
+        // Another repository's file of the same name, or the file changed since: not known.
+        for (root, stat) in [(other, "[10, 7]"), (root, "[11, 7]"), (root, "[10, 8]")] {
+            let json = format!(
+                r#"{{"files": {{"m.py": {{"stat": {stat}, "contexts": {{"t.py::test_b|test": [3]}}}}}}}}"#
+            );
+            let err = parse(json.as_bytes(), keep, &known, root).unwrap_err();
+            assert!(err.to_string().contains("nor known ones"), "{err}");
+        }
     }
 }

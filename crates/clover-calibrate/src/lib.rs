@@ -63,6 +63,7 @@ pub mod mutation;
 mod python;
 mod steady;
 
+pub use coverage_json::KnownStatements;
 pub use cpp::{calibrate_cpp, gtest_filter, CppCalibration, EmptyRuns};
 pub use python::{
     calibrate_group, calibrate_group_noted, empty_variant, node_of_case, CalibrateOptions,

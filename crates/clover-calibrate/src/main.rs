@@ -45,8 +45,10 @@ fn run(args: Cli) -> Result<u8> {
     let empties = EmptyRuns::default();
     let interpreters = CheckedInterpreters::default();
     let warm = (!args.cold).then(|| std::sync::Arc::new(clover_sandbox::WarmPool::new()));
+    let statements = std::sync::Arc::default();
     let ctx = Ctx {
         warm: &warm,
+        statements: &statements,
         interpreters: &interpreters,
         sandbox: &sandbox,
         cache: &cache,
@@ -273,6 +275,8 @@ struct Ctx<'a> {
     warm: &'a Option<std::sync::Arc<clover_sandbox::WarmPool>>,
     /// Each interpreter's check before its first run: `Err` says why it cannot serve.
     interpreters: &'a CheckedInterpreters,
+    /// The executable lines of the Python files the runs reported so far.
+    statements: &'a std::sync::Arc<clover_calibrate::KnownStatements>,
 }
 
 /// The interpreter a Python repository's problems run under: `--python`, the manifest's (or
@@ -345,6 +349,7 @@ fn flush(
         default_python,
         pool,
         warm,
+        statements,
         ..
     } = *ctx;
     let groups = std::mem::take(pending);
@@ -395,6 +400,7 @@ fn flush(
                     python,
                     limits,
                     warm: warm.clone(),
+                    statements: statements.clone(),
                 };
                 calibrate_group_noted(sandbox, repo, &g.problems, &opts)
                     .map(|c| GroupDone {

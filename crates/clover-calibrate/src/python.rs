@@ -32,6 +32,9 @@ pub struct CalibrateOptions {
     /// Warm pytest workers to run groups in (`clover_sandbox::WarmPool`); `None` runs each
     /// group in a fresh interpreter (`--cold`). The records are the same.
     pub warm: Option<std::sync::Arc<WarmPool>>,
+    /// The executable lines of the files runs so far reported, shared by every group of the
+    /// run so that each file is parsed once.
+    pub statements: std::sync::Arc<coverage_json::KnownStatements>,
 }
 
 /// A whole group could not be calibrated (the sandbox could not run at all).
@@ -272,6 +275,7 @@ fn run_pytest_once(
         path: PathBuf::from(format!("{REPORT_DIR}/{}.py", coverage_json::PLUGIN_MODULE)),
         contents: coverage_json::PLUGIN.as_bytes().to_vec(),
     });
+
     // The plugin's folder goes first on the path, before any the repository asks for.
     let python_path = match repo.env.get("PYTHONPATH") {
         Some(theirs) if !theirs.is_empty() => format!("{REPORT_DIR}:{theirs}"),
@@ -282,6 +286,10 @@ fn run_pytest_once(
         (
             "CLOVER_CONTEXTS_OUT".into(),
             format!("{REPORT_DIR}/coverage.json").into(),
+        ),
+        (
+            coverage_json::KNOWN_STATEMENTS_ENV.into(),
+            format!("{REPORT_DIR}/known-statements.json").into(),
         ),
     ];
     spec.env.extend(
@@ -297,12 +305,19 @@ fn run_pytest_once(
         PathBuf::from(format!("{REPORT_DIR}/junit.xml")),
         PathBuf::from(format!("{REPORT_DIR}/coverage.json")),
     ];
+    // The run's own files: the group's, and the list of the files whose executable lines
+    // earlier runs reported (it changes from run to run: a warm worker is kept for what
+    // does not).
     let group_files: Vec<WriteFile> = files
         .iter()
         .map(|(path, text)| WriteFile {
             path: PathBuf::from(path),
             contents: text.as_bytes().to_vec(),
         })
+        .chain([WriteFile {
+            path: PathBuf::from(format!("{REPORT_DIR}/known-statements.json")),
+            contents: opts.statements.listing(&repo.root).into_bytes(),
+        }])
         .collect();
     // In a fork of a warm worker when there is one (the same report either way); cold when
     // the worker cannot serve the group.
@@ -397,13 +412,16 @@ fn run_pytest_once(
         }
     }
     if let Some(bytes) = out.files.get(1).and_then(|f| f.content.bytes()) {
-        report.coverage =
-            coverage_json::parse(bytes, |name| source_path(repo, name)).map_err(|e| {
-                GroupError::Problem {
-                    id: files.first().map(|f| f.0.to_string()).unwrap_or_default(),
-                    message: e.to_string(),
-                }
-            })?;
+        report.coverage = coverage_json::parse(
+            bytes,
+            |name| source_path(repo, name),
+            &opts.statements,
+            &repo.root,
+        )
+        .map_err(|e| GroupError::Problem {
+            id: files.first().map(|f| f.0.to_string()).unwrap_or_default(),
+            message: e.to_string(),
+        })?;
     } else if report.failure.is_none() && matches!(out.exit, ExitStatus::Code(0 | 1)) {
         report.failure = Some((
             ExclusionReason::Error,

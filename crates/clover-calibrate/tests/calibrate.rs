@@ -1248,3 +1248,92 @@ fn assert_no_block_is_free(r: &CalibratedProblem, covered: &[FileCoverage]) {
         assert_eq!(free, [] as [u32; 0], "{}: {block:?}", r.id);
     }
 }
+
+/// The plugin takes each test's lines out of coverage.py's collector itself: the report must
+/// be the one coverage.py's own context switches give. A branch-measuring run has a collector
+/// of arcs, which the plugin does not take from: it switches coverage.py's context then. Both
+/// runs of the fixture's suite, in place (no bytecode, no cache written), must report the same
+/// lines under the same contexts, and the same executable lines; the lines run after the last
+/// test's setup began are that test's either way.
+#[test]
+fn the_lines_taken_per_test_are_coverage_py_s_own_contexts() {
+    let Some(py) = clover_testkit::python() else {
+        return;
+    };
+    let repo = clover_testkit::fixture("python");
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join(format!(
+            "{}.py",
+            clover_calibrate::coverage_json::PLUGIN_MODULE
+        )),
+        clover_calibrate::coverage_json::PLUGIN,
+    )
+    .unwrap();
+    let report = |branch: bool| -> serde_json::Value {
+        let tag = if branch { "branch" } else { "lines" };
+        let rc = dir.path().join(format!("{tag}.rc"));
+        std::fs::write(
+            &rc,
+            format!(
+                "[run]\nrelative_files = True\nbranch = {branch}\ninclude =\n    src/ledger/*\n"
+            ),
+        )
+        .unwrap();
+        let out = dir.path().join(format!("{tag}.json"));
+        let run = Command::new(&py)
+            .args([
+                "-m",
+                "pytest",
+                "-q",
+                "-p",
+                "no:cacheprovider",
+                "--cov",
+                "--cov-report=",
+            ])
+            .arg(format!("--cov-config={}", rc.display()))
+            .args([
+                "-p",
+                clover_calibrate::coverage_json::PLUGIN_MODULE,
+                "tests",
+            ])
+            // Its lines vary from run to run (calibrate finds it flaky).
+            .args(["--ignore", "tests/test_flaky.py"])
+            .current_dir(&repo)
+            .env("PYTHONDONTWRITEBYTECODE", "1")
+            .env("PYTHONPATH", dir.path())
+            .env("COVERAGE_FILE", dir.path().join(format!("{tag}.coverage")))
+            .env("CLOVER_CONTEXTS_OUT", &out)
+            .output()
+            .unwrap();
+        assert!(
+            run.status.success(),
+            "{}",
+            String::from_utf8_lossy(&run.stdout)
+        );
+        let mut report: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+        // The file's size and time of change are no lines.
+        for file in report["files"].as_object_mut().unwrap().values_mut() {
+            file.as_object_mut().unwrap().remove("stat");
+        }
+        report
+    };
+    let (mut taken, mut switched) = (report(false), report(true));
+    let how = |r: &mut serde_json::Value| r.as_object_mut().unwrap().remove("contexts");
+    assert_eq!(how(&mut taken), Some("taken".into()));
+    assert_eq!(how(&mut switched), Some("switched".into()));
+    let files = taken["files"].as_object().unwrap();
+    let contexts: usize = files
+        .values()
+        .map(|f| f["contexts"].as_object().unwrap().len())
+        .sum();
+    assert!(files.len() >= 3 && contexts > 50, "{taken}");
+    assert!(
+        files
+            .values()
+            .any(|f| f["contexts"].as_object().unwrap().contains_key("")),
+        "what ran before the first test is in the empty context: {taken}"
+    );
+    assert_eq!(taken, switched);
+}
