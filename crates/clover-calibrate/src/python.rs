@@ -10,6 +10,7 @@ use clover_protocol::{
     RecordKind, Target, TestCase, TestOutcome, UniqueBlock, SCHEMA_VERSION,
 };
 use clover_sandbox::{ExitStatus, Limits, RunSpec, Sandbox, WarmPool, WarmRun, WriteFile};
+use rayon::prelude::*;
 
 use crate::analysis::{self, CoverageMap, Definition};
 use crate::coverage_json::{self, ContextCoverage};
@@ -635,8 +636,14 @@ pub fn calibrate_group_noted(
                 nodes.push(p.empty.node_id.as_str());
             }
         }
-        for _ in 0..runs {
-            let report = run_pytest(sandbox, repo, opts, &files, &nodes)?;
+        // The runs of a group are independent: they run at once where there are cores to
+        // spare (a package of one test file, the last and largest file of a package), each in
+        // a fork of its own worker, and are read in order.
+        let reports: Vec<RunReport> = (0..runs)
+            .into_par_iter()
+            .map(|_| run_pytest(sandbox, repo, opts, &files, &nodes))
+            .collect::<Result<_, _>>()?;
+        for report in reports {
             // A shared run that timed out or crashed says nothing about each test: redo the
             // group one problem at a time, so one bad test costs only itself.
             if matches!(
