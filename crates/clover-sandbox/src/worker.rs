@@ -28,6 +28,7 @@ use std::ffi::OsString;
 use std::io;
 use std::os::fd::RawFd;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -62,9 +63,13 @@ struct WorkerKey {
     binds: Vec<PathBuf>,
     /// The files of the worker's view (plugins, coverage settings).
     files: Vec<(PathBuf, Vec<u8>)>,
-    /// The pytest arguments of the zygote, the target folders included (they decide the
-    /// rootdir and the initial conftests).
+    /// The pytest arguments of the zygote before its target folders.
     args: Vec<String>,
+    /// The zygote's target folders, which decide its rootdir and initial conftests (none for
+    /// a worker configured per run). A worker of the same key but for these serves a
+    /// candidate of other folders when pytest would configure its cold run the same way (the
+    /// worker checks; [`WarmPool`] remembers).
+    dirs: Vec<String>,
     coveragerc: Option<String>,
     sources: Vec<String>,
     save_coverage: bool,
@@ -148,6 +153,10 @@ pub enum ColdReason {
     /// ([`WarmRun::late`]) can serve it.
     #[error("{0}")]
     Replaces(String),
+    /// A cold run of the candidate would be configured otherwise than the worker (another
+    /// rootdir or configuration file, other initial conftests).
+    #[error("{0}")]
+    OtherSetup(String),
 }
 
 /// One warm worker, idle or serving one candidate.
@@ -171,6 +180,11 @@ pub struct WarmPool {
     idle: Mutex<Vec<(WorkerKey, Worker)>>,
     /// Keys whose worker could not start, with why: their candidates run cold at once.
     refused: Mutex<HashMap<WorkerKey, String>>,
+    /// Whether a worker (by its key) serves candidates of other target folders than its own,
+    /// as it answered for them.
+    serves_dirs: Mutex<HashMap<(WorkerKey, Vec<String>), bool>>,
+    /// Workers started, for tests and figures.
+    started: std::sync::atomic::AtomicU64,
 }
 
 impl std::fmt::Debug for WarmPool {
@@ -180,6 +194,7 @@ impl std::fmt::Debug for WarmPool {
 }
 
 /// One candidate, as the worker is asked to run it.
+#[derive(Clone, Copy)]
 struct Request<'a> {
     files: &'a [WriteFile],
     targets: &'a [String],
@@ -188,6 +203,10 @@ struct Request<'a> {
     collect: &'a [PathBuf],
     collect_max_bytes: u64,
     coverage_out: Option<&'a str>,
+    /// The candidate's target folders, and whether the worker serving it is known to find
+    /// the same rootdir for them as for its own.
+    dirs: &'a [String],
+    setup_known: bool,
     limits: &'a Limits,
     /// The candidate gets a report channel ([`RunSpec::report_channel`]).
     report_channel: bool,
@@ -275,9 +294,9 @@ impl WarmPool {
             .collect();
         dirs.sort();
         dirs.dedup();
-        let mut args = run.args.to_vec();
-        if !run.late {
-            args.extend(dirs);
+        let args = run.args.to_vec();
+        if run.late {
+            dirs.clear();
         }
         // A run that brings code besides its targets' (a mutant of the package) may replace
         // a module the zygote imported, which the fork can be given by patching functions
@@ -315,6 +334,7 @@ impl WarmPool {
                 .map(|f| (f.path.clone(), f.contents.clone()))
                 .collect(),
             args: args.clone(),
+            dirs: dirs.clone(),
             coveragerc: run.coveragerc.clone(),
             sources: run.sources.to_vec(),
             save_coverage: run.save_coverage,
@@ -331,7 +351,8 @@ impl WarmPool {
         let spec = || {
             let setup = json!({
                 "repo": repo.to_string_lossy(),
-                "args": args,
+                "args": args.iter().chain(&dirs).collect::<Vec<_>>(),
+                "dirs": dirs,
                 "coveragerc": run.coveragerc,
                 "sources": run.sources,
                 "save_coverage": run.save_coverage,
@@ -385,6 +406,8 @@ impl WarmPool {
             collect: run.collect,
             collect_max_bytes: base.collect_max_bytes,
             coverage_out: run.coverage_lines,
+            dirs: &key.dirs,
+            setup_known: false,
             limits,
             report_channel: base.report_channel && run.mutants.is_empty(),
             mutants: run.mutants,
@@ -393,7 +416,9 @@ impl WarmPool {
         self.serve(sandbox, &key, spec, &req)
     }
 
-    /// Runs `req` in a warm worker for `key` (started from `spec` when none is idle).
+    /// Runs `req` in a warm worker for `key` (started from `spec` when none is idle): an idle
+    /// one of the same key, or else one of the same key but for its target folders, unless it
+    /// said it cannot serve these folders' candidates as their cold runs would be configured.
     fn serve(
         &self,
         sandbox: &Sandbox,
@@ -404,28 +429,100 @@ impl WarmPool {
         if let Some(why) = lock(&self.refused).get(key) {
             return Err(ColdReason::Start(why.clone()));
         }
-        let idle = {
-            let mut idle = lock(&self.idle);
-            let at = idle.iter().rposition(|(k, _)| k == key);
-            at.map(|i| idle.remove(i).1)
+        while let Some((wkey, worker)) = self.take_idle(key) {
+            if let Some(answer) = self.ask(wkey, worker, key, req) {
+                return answer;
+            }
+        }
+        let worker = match Worker::start(sandbox, &spec()) {
+            Ok(w) => w,
+            Err(why) => {
+                lock(&self.refused).insert(key.clone(), why.clone());
+                return Err(ColdReason::Start(why));
+            }
         };
-        let mut worker = match idle {
-            Some(w) => w,
-            None => match Worker::start(sandbox, &spec()) {
-                Ok(w) => w,
-                Err(why) => {
-                    lock(&self.refused).insert(key.clone(), why.clone());
-                    return Err(ColdReason::Start(why));
+        self.started.fetch_add(1, Ordering::Relaxed);
+        // (A worker of the key's own folders answers `Some`.)
+        self.ask(key.clone(), worker, key, req)
+            .unwrap_or(Err(ColdReason::Died))
+    }
+
+    /// Runs `req` (of `key`) in `worker` (of `wkey`), and keeps the worker if it answered.
+    /// `None`: the worker is for other target folders, and a cold run of `req` would be
+    /// configured otherwise than it is (it is remembered, and another worker must serve).
+    fn ask(
+        &self,
+        wkey: WorkerKey,
+        mut worker: Worker,
+        key: &WorkerKey,
+        req: &Request<'_>,
+    ) -> Option<Result<(RunOutput, Value), ColdReason>> {
+        let own = wkey.dirs == key.dirs;
+        let pair = (wkey, key.dirs.clone());
+        let known = own || lock(&self.serves_dirs).get(&pair) == Some(&true);
+        let answer = worker.serve(&Request {
+            setup_known: known,
+            ..*req
+        });
+        // A worker that answered is kept, whatever it said; one that died or stopped
+        // answering is not.
+        if matches!(
+            answer,
+            Ok(_) | Err(ColdReason::Replaces(_) | ColdReason::OtherSetup(_))
+        ) {
+            self.put_idle(pair.0.clone(), worker);
+        }
+        match answer {
+            // Its own folders: a worker configured per run decides them as a cold run does.
+            Err(ColdReason::OtherSetup(why)) if own => Some(Err(ColdReason::Replaces(why))),
+            Err(ColdReason::OtherSetup(_)) => {
+                lock(&self.serves_dirs).insert(pair, false);
+                None
+            }
+            answer => {
+                if !own && answer.is_ok() {
+                    lock(&self.serves_dirs).insert(pair, true);
                 }
-            },
-        };
-        let out = worker.serve(req)?;
+                Some(answer)
+            }
+        }
+    }
+
+    /// The most recently used idle worker of `key`, or else of `key` but for its target
+    /// folders, not known to refuse `key`'s.
+    fn take_idle(&self, key: &WorkerKey) -> Option<(WorkerKey, Worker)> {
         let mut idle = lock(&self.idle);
-        idle.push((key.clone(), worker));
+        let serves = lock(&self.serves_dirs);
+        let at = idle.iter().rposition(|(k, _)| k == key).or_else(|| {
+            idle.iter().rposition(|(k, _)| {
+                k.same_but_dirs(key) && serves.get(&(k.clone(), key.dirs.clone())) != Some(&false)
+            })
+        })?;
+        Some(idle.remove(at))
+    }
+
+    fn put_idle(&self, key: WorkerKey, worker: Worker) {
+        let mut idle = lock(&self.idle);
+        idle.push((key, worker));
         if idle.len() > MAX_IDLE {
             idle.remove(0);
         }
-        Ok(out)
+    }
+
+    /// How many workers this pool has started.
+    pub fn workers_started(&self) -> u64 {
+        self.started.load(Ordering::Relaxed)
+    }
+}
+
+impl WorkerKey {
+    /// Whether `other` is this key but for the target folders.
+    fn same_but_dirs(&self, other: &WorkerKey) -> bool {
+        let without = |k: &WorkerKey| WorkerKey {
+            dirs: Vec::new(),
+            ..k.clone()
+        };
+        self.dirs != other.dirs && without(self) == without(other)
     }
 }
 
@@ -489,6 +586,8 @@ impl Worker {
             "collect": req.collect.iter().map(|p| p.to_string_lossy()).collect::<Vec<_>>(),
             "collect_max_bytes": req.collect_max_bytes,
             "coverage_out": req.coverage_out,
+            "dirs": req.dirs,
+            "setup_known": req.setup_known,
             // The channel's cap, or none.
             "report_channel": req.report_channel.then_some(REPORT_CHANNEL_MAX_BYTES),
             "limits": {
@@ -517,6 +616,9 @@ impl Worker {
         }
         if let Some(why) = answer.get("refused").and_then(Value::as_str) {
             return Err(ColdReason::Replaces(why.to_string()));
+        }
+        if let Some(why) = answer.get("other_setup").and_then(Value::as_str) {
+            return Err(ColdReason::OtherSetup(why.to_string()));
         }
         let after = self.process.cgroup.stats();
         let mut stats = after;

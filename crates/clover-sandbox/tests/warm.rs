@@ -628,3 +628,126 @@ fn a_run_stopped_at_its_first_failure_fails_warm_as_cold() {
     assert_eq!(warm.message, cold.message);
     assert_eq!(verdict(&warm), verdict(&cold));
 }
+
+/// A repository of tests in folders, for the candidates of [`folders_`] tests: pytest's
+/// configuration at the top, a conftest with a fixture in `tests`, one in `tests/own` with a
+/// fixture of its own, and one in `tests/test_marked` (a `test*` folder, which pytest
+/// configured with the folder `tests` loads first, and a cold run of a file in `tests` never
+/// loads) that makes every test a strict expected failure.
+fn folders_repo() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    write_tree(
+        dir.path(),
+        &[
+            ("pyproject.toml", "[tool.pytest.ini_options]\naddopts = \"-ra\"\n"),
+            (
+                "tests/conftest.py",
+                "import pytest\n\n@pytest.fixture\ndef seven():\n    return 7\n",
+            ),
+            ("tests/sub/test_there.py", "def test_there(seven):\n    assert seven == 7\n"),
+            (
+                "tests/own/conftest.py",
+                "import pytest\n\n@pytest.fixture\ndef eight():\n    return 8\n",
+            ),
+            (
+                "tests/test_marked/conftest.py",
+                "import pytest\n\ndef pytest_collection_modifyitems(items):\n    for item in items:\n        item.add_marker(pytest.mark.xfail(strict=True))\n",
+            ),
+        ],
+    );
+    dir
+}
+
+fn folders_candidate(
+    py: &std::path::Path,
+    repo: &std::path::Path,
+    path: &str,
+    text: &str,
+) -> PytestRun {
+    PytestRun {
+        repo: repo.to_path_buf(),
+        cov_sources: Vec::new(),
+        ..candidate(py, path, text)
+    }
+}
+
+/// A worker configured with its candidate's folder loaded the conftests of that folder's
+/// `test*` subfolders too, which a cold run of the candidate's file never loads: a hook of
+/// one (here marking every test a strict expected failure) changed the warm verdict. The
+/// worker now sees that the cold run's initial conftests differ from its own, and a worker
+/// configured per run serves the candidate, with the cold verdict.
+#[test]
+fn a_conftest_of_a_test_subfolder_does_not_reach_a_candidate_above_it() {
+    let Some(py) = clover_testkit::python() else {
+        return;
+    };
+    let Some(sb) = sandbox() else { return };
+    let repo = folders_repo();
+    let run = folders_candidate(
+        &py,
+        repo.path(),
+        "tests/test_clover_candidate.py",
+        "def test_seven(seven):\n    assert seven == 7\n",
+    );
+    let cold = run.run(&sb).unwrap();
+    assert_eq!(cold.outcome, Outcome::Passed, "{:?}", cold.message);
+    let pool = WarmPool::new();
+    for _ in 0..2 {
+        let warm = run.run_warm(&sb, &pool).unwrap();
+        assert!(warm.message.is_none(), "{:?}", warm.message);
+        assert_eq!(verdict(&warm), verdict(&cold));
+    }
+}
+
+/// Candidates of other folders than a worker's are served by it when pytest would configure
+/// their cold runs as it did (the same rootdir and configuration file, the same initial
+/// conftests): one worker serves `tests/sub` after `tests/sub/deeper` and a folder pytest
+/// has not seen; a folder with a conftest of its own gets a worker of its own. Every verdict
+/// is the cold run's.
+#[test]
+fn a_worker_serves_the_folders_whose_runs_pytest_configures_alike() {
+    let Some(py) = clover_testkit::python() else {
+        return;
+    };
+    let Some(sb) = sandbox() else { return };
+    let repo = folders_repo();
+    let pool = WarmPool::new();
+    let mut started = Vec::new();
+    for (path, text) in [
+        (
+            "tests/sub/deeper/test_clover_a.py",
+            "def test_a(seven):\n    assert seven == 7\n",
+        ),
+        (
+            "tests/sub/test_clover_b.py",
+            "def test_b(seven):\n    assert seven + 1 == 8\n",
+        ),
+        (
+            "tests/sub/new/test_clover_c.py",
+            "def test_c(seven):\n    assert seven\n",
+        ),
+        (
+            "tests/own/test_clover_d.py",
+            "def test_d(seven, eight):\n    assert (seven, eight) == (7, 8)\n",
+        ),
+        (
+            "tests/sub/test_clover_e.py",
+            "def test_e(eight):\n    assert eight\n",
+        ),
+    ] {
+        let run = folders_candidate(&py, repo.path(), path, text);
+        let cold = run.run(&sb).unwrap();
+        let warm = run.run_warm(&sb, &pool).unwrap();
+        assert!(warm.message.is_none(), "{path}: {:?}", warm.message);
+        assert_eq!(verdict(&warm), verdict(&cold), "{path}");
+        started.push(pool.workers_started());
+        // The last one asks for the fixture of a conftest it does not see.
+        let want = if path.ends_with("_e.py") {
+            Outcome::Error
+        } else {
+            Outcome::Passed
+        };
+        assert_eq!(cold.outcome, want, "{path}: {:?}", cold.tests);
+    }
+    assert_eq!(started, [1, 1, 1, 2, 2]);
+}
