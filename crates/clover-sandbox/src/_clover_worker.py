@@ -1223,9 +1223,10 @@ class Zygote:
         wall = req["mutant_wall_ms"] / 1000.0
         cpu = req["mutant_cpu_secs"]
 
-        def fork_run(patches):
-            """One run of the collected candidate in a fork, `patches` applied: its status,
-            whether it ran out of time, what its report would say, and whether it left a
+        def fork_run(patches, cpu_budget=None):
+            """One run of the collected candidate in a fork, `patches` applied, within `wall`
+            seconds and, when given, `cpu_budget` seconds of its CPU time: its status, whether
+            it ran out of time, its CPU time, what its report would say, and whether it left a
             process behind."""
             names_r, names_w = os.pipe()
             pid = os.fork()
@@ -1237,6 +1238,10 @@ class Zygote:
                     hard = resource.getrlimit(resource.RLIMIT_CPU)[1]
                     v = cpu if hard == resource.RLIM_INFINITY else min(cpu, hard)
                     resource.setrlimit(resource.RLIMIT_CPU, (v, v))
+                    if cpu_budget is not None:
+                        # SIGPROF ends the run when its CPU time (every thread's) is spent.
+                        signal.signal(signal.SIGPROF, signal.SIG_DFL)
+                        signal.setitimer(signal.ITIMER_PROF, cpu_budget)
                     for fn, code_object in patches:
                         fn.__code__ = code_object
                     code = self.run_session(collect=False)
@@ -1247,7 +1252,9 @@ class Zygote:
 
                 self.run_and_exit(run)
             os.close(names_w)
-            status, timed_out = self._wait(pid, wall)
+            status, timed_out, cpu_used = self._wait(pid, wall)
+            if os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGPROF:
+                timed_out = True
             # What the child wrote before it ended; a process it left may hold the pipe open.
             os.set_blocking(names_r, False)
             data = _read_available(names_r)
@@ -1259,15 +1266,20 @@ class Zygote:
             if not isinstance(report, dict):
                 report = {}
             left = [p for p in os.listdir("/proc") if p.isdigit() and int(p) not in (1, os.getpid())]
-            return status, timed_out, report, bool(left)
+            return status, timed_out, cpu_used, report, bool(left)
 
         # The control run: the candidate as collected, unmutated, must pass here as it did on
         # its own (else whatever this batch does differently, nothing it says counts).
         started = time.monotonic()
-        status, timed_out, report, left = fork_run([])
+        status, timed_out, cpu_used, report, left = fork_run([])
         # A mutant's run ends within three times the control run's and 1 s more (as
-        # `pytest::mutant_limits` bounds a run of its own by the candidate's whole run).
+        # `pytest::mutant_limits` bounds a run of its own by the candidate's whole run), and
+        # within three times its CPU time and 0.25 s more: a mutant that loops forever (a
+        # loop's condition turned around) spends its CPU time at once, and is stopped in a
+        # quarter of a second rather than a second, whatever else the machine runs; a run that
+        # waits spends none, and the wall clock stops it.
         wall = min(wall, 3 * (time.monotonic() - started) + 1.0)
+        cpu_budget = 3 * cpu_used + 0.25
         ok = not timed_out and os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
         tell({"control": bool(ok and report.get("ok")), "left": left})
         if left or not ok or not report.get("ok") or os.read(control, 1) != b"1":
@@ -1281,7 +1293,7 @@ class Zygote:
                 patches = self.patch(path, m["data"].encode("latin-1"))
             except Unpatchable:
                 continue
-            status, timed_out, report, left = fork_run(patches)
+            status, timed_out, _, report, left = fork_run(patches, cpu_budget)
             tell(
                 {
                     "mutant": i,
@@ -1298,13 +1310,14 @@ class Zygote:
 
     @staticmethod
     def _wait(pid, wall):
-        """The status of child `pid`, killed when it runs past `wall` seconds."""
+        """The status of child `pid`, killed when it runs past `wall` seconds, whether it
+        was, and its CPU time (seconds)."""
         deadline = time.monotonic() + wall
         timed_out = False
         while True:
-            done, status = os.waitpid(pid, os.WNOHANG)
+            done, status, usage = os.wait4(pid, os.WNOHANG)
             if done == pid:
-                return status, timed_out
+                return status, timed_out, usage.ru_utime + usage.ru_stime
             if not timed_out and time.monotonic() >= deadline:
                 os.kill(pid, signal.SIGKILL)
                 timed_out = True

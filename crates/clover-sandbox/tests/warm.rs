@@ -751,3 +751,59 @@ fn a_worker_serves_the_folders_whose_runs_pytest_configures_alike() {
     }
     assert_eq!(started, [1, 1, 1, 2, 2]);
 }
+
+/// A batch stops a mutant's run when it has spent three times the control run's CPU time
+/// and a quarter of a second more: a loop that never ends is killed without waiting out the
+/// wall clock, while a run that waits (half a second asleep, more than that CPU budget but
+/// well within the wall clock's three times the control run and a second) is not stopped,
+/// and survives as on its own.
+#[test]
+fn a_batch_stops_a_mutant_that_spins_not_one_that_waits() {
+    let Some(py) = clover_testkit::python() else {
+        return;
+    };
+    let Some(sb) = sandbox() else { return };
+    let repo = tempfile::tempdir().unwrap();
+    let m = "def f(n):\n    i = 0\n    while i < n:\n        i += 1\n    return i\n";
+    write_tree(
+        repo.path(),
+        &[
+            ("pytest.ini", "[pytest]\npythonpath = .\n"),
+            ("pkg/__init__.py", ""),
+            ("pkg/m.py", m),
+            ("tests/conftest.py", "import pkg.m  # noqa: F401\n"),
+        ],
+    );
+    let mutants = [
+        m.replace("i += 1", "i += 0"),
+        m.replace("return i", "return __import__('time').sleep(0.5) or i"),
+    ]
+    .map(|text| WriteFile {
+        path: "pkg/m.py".into(),
+        contents: text.into_bytes(),
+    });
+    let run = PytestRun {
+        repo: repo.path().to_path_buf(),
+        targets: vec!["tests/test_m.py".into()],
+        files: vec![WriteFile {
+            path: "tests/test_m.py".into(),
+            contents: b"import pkg.m\n\n\ndef test_f():\n    assert pkg.m.f(3) == 3\n".to_vec(),
+        }],
+        cov_sources: vec![],
+        ..candidate(&py, "tests/test_m.py", "")
+    };
+    let limits = Limits {
+        wall: Duration::from_secs(20),
+        ..Limits::default()
+    };
+    let verdicts = run.run_mutants_warm(&sb, &WarmPool::new(), &mutants, &limits);
+    let passed: Vec<Option<bool>> = verdicts
+        .iter()
+        .map(|v| v.as_ref().map(|v| v.passed))
+        .collect();
+    assert_eq!(passed, [Some(false), Some(true)]);
+    // On its own, the sleeping mutant passes too.
+    let mut own = run.clone();
+    own.files.push(mutants[1].clone());
+    assert_eq!(own.run(&sb).unwrap().outcome, Outcome::Passed);
+}
