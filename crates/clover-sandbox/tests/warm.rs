@@ -65,6 +65,20 @@ fn verdict(
     (r.outcome, tests, r.coverage.clone())
 }
 
+/// Runs `run` cold, which must pass, then twice warm in one pool (the second time in the
+/// worker the first left), which must run warm and give the cold verdict; the cold result.
+fn passes_warm_as_cold(run: &PytestRun, sb: &Sandbox) -> PytestResult {
+    let cold = run.run(sb).unwrap();
+    assert_eq!(cold.outcome, Outcome::Passed, "{:?}", cold.message);
+    let pool = WarmPool::new();
+    for _ in 0..2 {
+        let warm = run.run_warm(sb, &pool).unwrap();
+        assert!(warm.message.is_none(), "{:?}", warm.message);
+        assert_eq!(verdict(&warm), verdict(&cold));
+    }
+    cold
+}
+
 #[test]
 fn warm_runs_give_the_cold_verdicts_on_the_fixture() {
     let Some(py) = clover_testkit::python() else {
@@ -340,14 +354,7 @@ fn a_candidate_replacing_a_loaded_file_runs_in_a_worker_configured_per_run() {
         )
         .into_bytes(),
     });
-    let pool = WarmPool::new();
-    let cold = run.run(&sb).unwrap();
-    assert_eq!(cold.outcome, Outcome::Passed, "{:?}", cold.message);
-    for _ in 0..2 {
-        let warm = run.run_warm(&sb, &pool).unwrap();
-        assert!(warm.message.is_none(), "{:?}", warm.message);
-        assert_eq!(verdict(&warm), verdict(&cold));
-    }
+    passes_warm_as_cold(&run, &sb);
 }
 
 /// A candidate that brings a pytest configuration file of its own (here one that collects
@@ -369,15 +376,8 @@ fn a_candidate_bringing_a_pytest_configuration_runs_as_a_cold_run_does() {
         path: "tests/sub/pytest.ini".into(),
         contents: b"[pytest]\npythonpath = ../../src\npython_functions = check_*\n".to_vec(),
     });
-    let pool = WarmPool::new();
-    let cold = run.run(&sb).unwrap();
-    assert_eq!(cold.outcome, Outcome::Passed, "{:?}", cold.message);
+    let cold = passes_warm_as_cold(&run, &sb);
     assert_eq!(cold.tests.len(), 1, "{:?}", cold.tests);
-    for _ in 0..2 {
-        let warm = run.run_warm(&sb, &pool).unwrap();
-        assert!(warm.message.is_none(), "{:?}", warm.message);
-        assert_eq!(verdict(&warm), verdict(&cold));
-    }
 }
 
 /// A candidate that replaces a module the zygote imported, changing only the body of a
@@ -689,14 +689,7 @@ fn a_conftest_of_a_test_subfolder_does_not_reach_a_candidate_above_it() {
         "tests/test_clover_candidate.py",
         "def test_seven(seven):\n    assert seven == 7\n",
     );
-    let cold = run.run(&sb).unwrap();
-    assert_eq!(cold.outcome, Outcome::Passed, "{:?}", cold.message);
-    let pool = WarmPool::new();
-    for _ in 0..2 {
-        let warm = run.run_warm(&sb, &pool).unwrap();
-        assert!(warm.message.is_none(), "{:?}", warm.message);
-        assert_eq!(verdict(&warm), verdict(&cold));
-    }
+    passes_warm_as_cold(&run, &sb);
 }
 
 /// Candidates of other folders than a worker's are served by it when pytest would configure
