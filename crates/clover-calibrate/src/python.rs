@@ -276,7 +276,6 @@ fn run_pytest_once(
         path: PathBuf::from(format!("{REPORT_DIR}/{}.py", coverage_json::PLUGIN_MODULE)),
         contents: coverage_json::PLUGIN.as_bytes().to_vec(),
     });
-
     // The plugin's folder goes first on the path, before any the repository asks for.
     let python_path = match repo.env.get("PYTHONPATH") {
         Some(theirs) if !theirs.is_empty() => format!("{REPORT_DIR}:{theirs}"),

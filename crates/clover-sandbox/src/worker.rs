@@ -182,7 +182,7 @@ pub struct WarmPool {
     refused: Mutex<HashMap<WorkerKey, String>>,
     /// Whether a worker (by its key) serves candidates of other target folders than its own,
     /// as it answered for them.
-    serves_dirs: Mutex<HashMap<(WorkerKey, Vec<String>), bool>>,
+    serves_dirs: Mutex<HashMap<WorkerKey, HashMap<Vec<String>, bool>>>,
     /// Workers started, for tests and figures.
     started: std::sync::atomic::AtomicU64,
 }
@@ -458,44 +458,51 @@ impl WarmPool {
         req: &Request<'_>,
     ) -> Option<Result<(RunOutput, Value), ColdReason>> {
         let own = wkey.dirs == key.dirs;
-        let pair = (wkey, key.dirs.clone());
-        let known = own || lock(&self.serves_dirs).get(&pair) == Some(&true);
+        let known = own || self.serves(&wkey, &key.dirs) == Some(true);
         let answer = worker.serve(&Request {
             setup_known: known,
             ..*req
         });
+        let answer = match answer {
+            // Its own folders: a worker configured per run decides them as a cold run does.
+            Err(ColdReason::OtherSetup(why)) if own => Err(ColdReason::Replaces(why)),
+            Err(ColdReason::OtherSetup(_)) => {
+                self.note_serves(&wkey, &key.dirs, false);
+                self.put_idle(wkey, worker);
+                return None;
+            }
+            answer => answer,
+        };
+        if !own && answer.is_ok() {
+            self.note_serves(&wkey, &key.dirs, true);
+        }
         // A worker that answered is kept, whatever it said; one that died or stopped
         // answering is not.
-        if matches!(
-            answer,
-            Ok(_) | Err(ColdReason::Replaces(_) | ColdReason::OtherSetup(_))
-        ) {
-            self.put_idle(pair.0.clone(), worker);
+        if matches!(answer, Ok(_) | Err(ColdReason::Replaces(_))) {
+            self.put_idle(wkey, worker);
         }
-        match answer {
-            // Its own folders: a worker configured per run decides them as a cold run does.
-            Err(ColdReason::OtherSetup(why)) if own => Some(Err(ColdReason::Replaces(why))),
-            Err(ColdReason::OtherSetup(_)) => {
-                lock(&self.serves_dirs).insert(pair, false);
-                None
-            }
-            answer => {
-                if !own && answer.is_ok() {
-                    lock(&self.serves_dirs).insert(pair, true);
-                }
-                Some(answer)
-            }
-        }
+        Some(answer)
+    }
+
+    /// Whether the worker of `wkey` said it serves candidates of `dirs`, if it was asked.
+    fn serves(&self, wkey: &WorkerKey, dirs: &[String]) -> Option<bool> {
+        lock(&self.serves_dirs).get(wkey)?.get(dirs).copied()
+    }
+
+    fn note_serves(&self, wkey: &WorkerKey, dirs: &[String], serves: bool) {
+        lock(&self.serves_dirs)
+            .entry(wkey.clone())
+            .or_default()
+            .insert(dirs.to_vec(), serves);
     }
 
     /// The most recently used idle worker of `key`, or else of `key` but for its target
     /// folders, not known to refuse `key`'s.
     fn take_idle(&self, key: &WorkerKey) -> Option<(WorkerKey, Worker)> {
         let mut idle = lock(&self.idle);
-        let serves = lock(&self.serves_dirs);
         let at = idle.iter().rposition(|(k, _)| k == key).or_else(|| {
             idle.iter().rposition(|(k, _)| {
-                k.same_but_dirs(key) && serves.get(&(k.clone(), key.dirs.clone())) != Some(&false)
+                k.same_but_dirs(key) && self.serves(k, &key.dirs) != Some(false)
             })
         })?;
         Some(idle.remove(at))
