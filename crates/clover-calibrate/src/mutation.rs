@@ -423,7 +423,8 @@ fn verdict_of(
 /// The C++ half of [`run_ground_truth`]: the problem's test file, compiled once per problem,
 /// linked against the library with the mutant's source recompiled in place of its object (the
 /// library as built for the control run, made once with the compile), run whole until its
-/// first failing test, within `mutant_limits` of the compile and the control run. A failing
+/// first failing test, within `mutant_limits` of the compile and the control run, its binary
+/// within `mutant_cpu_secs` of the control run's CPU time. A failing
 /// test, a crash and a run that ends by a limit kill the mutant; one that does not compile or
 /// link is invalid. The tests that killed it are the failed `Suite.Name`s.
 fn run_cpp_ground_truth(
@@ -477,9 +478,9 @@ fn run_cpp_ground_truth(
 /// run on the original code; or why it could not be.
 fn prepare(sandbox: &Sandbox, run: &MutantRun<'_>, test_path: &str) -> Result<Prepared, String> {
     let started = Instant::now();
-    let harness = build_harness(sandbox, run, test_path)?;
+    let mut harness = build_harness(sandbox, run, test_path)?;
     let control = harness
-        .run(sandbox, None, &run.limits)
+        .control(sandbox, &run.limits)
         .map_err(|e| format!("the control run could not be made: {e}"))?;
     Ok(Prepared {
         harness,

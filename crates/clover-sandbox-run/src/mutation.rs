@@ -17,7 +17,9 @@
 //! `clover_sandbox::gtest::MutantHarness` ([`run_cpp`]), built from the test object the
 //! candidate's own run compiled (so its test file is compiled once); per mutant only the
 //! focal source is compiled again (a header: with the test file and the library sources that
-//! include it) and linked, and the binary stops at its first failing test.
+//! include it) and linked, and the binary stops at its first failing test, or when it has
+//! spent three times the CPU time of the candidate's own binary and 0.25 s more
+//! (`clover_sandbox::gtest::mutant_cpu_secs`).
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;

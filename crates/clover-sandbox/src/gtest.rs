@@ -65,7 +65,7 @@ mod gcov;
 mod mutant;
 mod pch;
 
-pub use mutant::{mutant_limits, MutantHarness, Replacement};
+pub use mutant::{mutant_cpu_secs, mutant_limits, MutantHarness, Replacement};
 
 const LIB_DIR: &str = ".clover-build/lib";
 const BUILD_DIR: &str = ".clover-build";
@@ -91,6 +91,9 @@ const GTEST_MAIN: &str = "gtest_main";
 const DEFINES_MAIN: &str = "nm -P --defined-only .clover-build/candidate.o | grep -q '^main [TW] '";
 /// Marks a test object that defines its own `main` (linked without `gtest_main`).
 const OWN_MAIN: &str = ".clover-out/own-main";
+/// The CPU time the run's shell and the processes it waited for (compile, link) had spent
+/// when it turned into the test binary: the shell's `times`, written just before the `exec`.
+const TIMES_BEFORE_EXEC: &str = ".clover-out/times-before-exec.txt";
 
 /// The linker tried first when [`FastBuild::fast_linker`] is on and it is installed; a link
 /// it fails is done again with the compiler's default.
@@ -902,8 +905,14 @@ impl<'a> GtestRun<'a> {
         let (lib, repo) = self.library(sandbox, cache)?;
         let plan = self.plan(sandbox, cache, &repo);
         // The test binary replaces the shell, so the run's exit status is its own.
+        // A run that keeps its object notes what the build cost before the binary ran: the
+        // binary's own CPU time is then the measure of its mutants' ([`binary_cpu_time`]).
+        let before_exec = match keep_object {
+            true => format!("times > {TIMES_BEFORE_EXEC}\n"),
+            false => String::new(),
+        };
         let script = format!(
-            "{}\nexec ./{TEST_BINARY} \"$@\"\n",
+            "{}\n{before_exec}exec ./{TEST_BINARY} \"$@\"\n",
             self.build_script(&lib, &plan)
         );
         let mut spec = self.build_spec(&repo, &lib, &plan, script);
@@ -914,7 +923,7 @@ impl<'a> GtestRun<'a> {
             .extend([GTEST_XML, CANDIDATE_GCNO, CANDIDATE_GCDA].map(PathBuf::from));
         if keep_object {
             spec.collect
-                .extend([CANDIDATE_OBJ, OWN_MAIN].map(PathBuf::from));
+                .extend([CANDIDATE_OBJ, OWN_MAIN, TIMES_BEFORE_EXEC].map(PathBuf::from));
         }
         let run = sandbox.run(&spec)?;
         let (precompiled, note) = plan.used(&run);
@@ -928,6 +937,7 @@ impl<'a> GtestRun<'a> {
             let object = mutant::TestObject {
                 bytes,
                 own_main: matches!(run.file(OWN_MAIN), Some(Collected::Read { .. })),
+                binary_cpu: binary_cpu_time(&run),
             };
             self.harness_of(cache, repo.clone(), lib.clone(), &plan, object)
         });
@@ -1422,6 +1432,38 @@ struct Measure<'a> {
 }
 
 /// A collected file read whole, or `None`.
+/// The CPU time of the test binary a run's shell turned into (`exec`): the run's whole CPU
+/// time less what the shell and the processes it waited for had spent before, as its `times`
+/// wrote to [`TIMES_BEFORE_EXEC`]. `None` when the run did not get that far, or the binary
+/// was stopped by a signal or a limit (its time then measures nothing of a passing run).
+fn binary_cpu_time(run: &RunOutput) -> Option<Duration> {
+    if !run.exit.success() || run.limit_hit.is_some() {
+        return None;
+    }
+    let times = String::from_utf8(whole_file(run, TIMES_BEFORE_EXEC)?).ok()?;
+    let before = parse_times(&times)?;
+    Some(run.cpu_time.saturating_sub(before))
+}
+
+/// The sum of the four times a POSIX shell's `times` prints (`0m0.010000s 0m0.004000s`, the
+/// shell's user and system time, then its children's); `None` for anything else.
+fn parse_times(text: &str) -> Option<Duration> {
+    let words: Vec<&str> = text.split_whitespace().collect();
+    if words.len() != 4 {
+        return None;
+    }
+    let mut total = Duration::ZERO;
+    for w in words {
+        let (min, sec) = w.strip_suffix('s')?.split_once('m')?;
+        let secs = min.parse::<u64>().ok()? as f64 * 60.0 + sec.parse::<f64>().ok()?;
+        if !secs.is_finite() || secs < 0.0 {
+            return None;
+        }
+        total += Duration::from_secs_f64(secs);
+    }
+    Some(total)
+}
+
 fn whole_file(run: &RunOutput, path: &str) -> Option<Vec<u8>> {
     match run.file(path) {
         Some(Collected::Read {
@@ -1719,6 +1761,20 @@ pub fn judge(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_shell_s_times_are_summed() {
+        let t = parse_times("0m0.010000s 0m0.004000s\n1m2.500000s 0m0.250000s\n");
+        assert_eq!(t, Some(Duration::from_micros(62_764_000)));
+        for bad in [
+            "",
+            "0m0.01s 0m0.00s",
+            "0m0.01s 0m0.00s x 0m1s",
+            "0m-1s 0s 0s 0s",
+        ] {
+            assert_eq!(parse_times(bad), None, "{bad}");
+        }
+    }
 
     #[test]
     fn a_crash_without_xml_is_not_a_pass() {

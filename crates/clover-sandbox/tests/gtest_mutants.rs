@@ -9,18 +9,19 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 mod common;
 
 use common::{limits, ready};
 
-use clover_protocol::{Outcome, TestOutcome};
+use clover_protocol::{LimitHit, Outcome, TestOutcome};
 use clover_sandbox::gtest::{
-    CppProject, GtestResult, GtestRun, LibraryCache, MutantHarness, Replacement,
+    mutant_cpu_secs, CppProject, GtestResult, GtestRun, LibraryCache, MutantHarness, Replacement,
 };
 use clover_sandbox::{Sandbox, WriteFile};
 use clover_testkit::counter;
+use tempfile::TempDir;
 
 const CALC: &str = "#include \"calc.h\"\n\n\
 int Clamp(int v, int lo, int hi) {\n  if (v < lo) return lo;\n  if (v > hi) return hi;\n  return v;\n}\n\n\
@@ -61,6 +62,16 @@ fn project(dir: &Path) -> CppProject {
     }
 }
 
+/// The calc project in a folder of its own, and an empty library cache (the folders are kept
+/// as long as the caller holds them).
+fn calc() -> (TempDir, CppProject, TempDir, LibraryCache) {
+    let repo = tempfile::tempdir().unwrap();
+    let project = project(repo.path());
+    let cache_dir = tempfile::tempdir().unwrap();
+    let cache = LibraryCache::new(cache_dir.path()).unwrap();
+    (repo, project, cache_dir, cache)
+}
+
 fn run_of<'a>(project: &'a CppProject, path: &str, text: &str) -> GtestRun<'a> {
     GtestRun {
         project,
@@ -78,6 +89,15 @@ fn harness(sb: &Sandbox, cache: &LibraryCache, run: &GtestRun) -> MutantHarness 
         Ok(h) => h,
         Err(r) => panic!("the test file did not build: {:?}", r.message),
     }
+}
+
+/// `h`'s run with `src/calc.cc` replaced by `text`.
+fn on_calc(sb: &Sandbox, h: &MutantHarness, text: &str) -> GtestResult {
+    let replaced = Replacement {
+        source: Path::new("src/calc.cc"),
+        text: text.as_bytes(),
+    };
+    h.run(sb, Some(replaced), &limits()).unwrap()
 }
 
 /// Every file below `dir`, by path, with its bytes.
@@ -100,27 +120,13 @@ fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
 #[test]
 fn a_mutant_is_killed_survived_or_does_not_compile() {
     let Some(sb) = ready() else { return };
-    let repo = tempfile::tempdir().unwrap();
-    let project = project(repo.path());
-    let cache_dir = tempfile::tempdir().unwrap();
-    let cache = LibraryCache::new(cache_dir.path()).unwrap();
+    let (repo, project, cache_dir, cache) = calc();
     let truth = run_of(&project, "tests/calc_test.cc", TEST);
     let plain = truth.run(&sb, &cache).unwrap();
     assert_eq!(plain.outcome, Outcome::Passed, "{:?}", plain.message);
     let cached = snapshot(cache_dir.path());
     let h = harness(&sb, &cache, &truth);
-    let source = Path::new("src/calc.cc");
-    let mutant = |text: &str| {
-        h.run(
-            &sb,
-            Some(Replacement {
-                source,
-                text: text.as_bytes(),
-            }),
-            &limits(),
-        )
-        .unwrap()
-    };
+    let mutant = |text: &str| on_calc(&sb, &h, text);
 
     let control = h.run(&sb, None, &limits()).unwrap();
     assert_eq!(control.outcome, Outcome::Passed, "{:?}", control.message);
@@ -193,10 +199,7 @@ fn a_mutant_is_killed_survived_or_does_not_compile() {
 #[test]
 fn a_test_without_assertions_kills_no_mutant() {
     let Some(sb) = ready() else { return };
-    let repo = tempfile::tempdir().unwrap();
-    let project = project(repo.path());
-    let cache_dir = tempfile::tempdir().unwrap();
-    let cache = LibraryCache::new(cache_dir.path()).unwrap();
+    let (_repo, project, _cache_dir, cache) = calc();
     let hollow = "#include \"calc.h\"\n#include <gtest/gtest.h>\n\n\
                   TEST(Calc, Runs) { Clamp(5, 0, 3); Twice(2); }\n";
     let run = run_of(&project, "tests/hollow_test.cc", hollow);
@@ -408,6 +411,50 @@ fn the_harness_a_run_keeps_judges_as_one_compiled_anew() {
     let (r, kept) = broken.run_keeping_object(&sb, &cache).unwrap();
     assert_eq!(r.outcome, Outcome::CompileError);
     assert!(kept.is_none());
+}
+
+/// A mutant's binary may spend three times the CPU time of the control run's and a quarter of
+/// a second more (in whole seconds): a mutant that loops forever is stopped there, not at the
+/// wall clock of its limits (here five minutes); one that waits spends no CPU time and runs to
+/// its end. The measure is the candidate's own run (the harness it keeps) or the harness's
+/// control run; a harness with neither has no budget.
+#[test]
+fn a_mutant_s_binary_is_stopped_at_its_cpu_budget_not_while_it_waits() {
+    let Some(sb) = ready() else { return };
+    let (_repo, project, _cache_dir, cache) = calc();
+    let truth = run_of(&project, "tests/calc_test.cc", TEST);
+    let (plain, kept) = truth.run_keeping_object(&sb, &cache).unwrap();
+    assert_eq!(plain.outcome, Outcome::Passed, "{:?}", plain.message);
+    let kept = kept.expect("a run that compiled keeps its object");
+    let mut anew = harness(&sb, &cache, &truth);
+    assert_eq!(anew.control_cpu(), None);
+    let control = anew.control(&sb, &limits()).unwrap();
+    assert_eq!(control.outcome, Outcome::Passed, "{:?}", control.message);
+    let spins = CALC.replace(
+        "return v * 2;",
+        "volatile int x = v; while (x) {} return v * 2;",
+    );
+    // 1.5 s asleep: more than the budget of a binary that takes milliseconds (1 s).
+    let waits = format!(
+        "#include <unistd.h>\n{}",
+        CALC.replace("return v * 2;", "usleep(1500000); return v * 2;")
+    );
+    for h in [&kept, &anew] {
+        let cpu = h.control_cpu().expect("the control run is measured");
+        assert_eq!(mutant_cpu_secs(cpu), 1, "{cpu:?}");
+        let run = |text: &str| on_calc(&sb, h, text);
+        let r = run(&spins);
+        assert_eq!(r.outcome, Outcome::Killed, "{:?}", r.message);
+        assert_eq!(r.run.limit_hit, Some(LimitHit::CpuTime), "{:?}", r.message);
+        // The binary's second of CPU time and the build's, not the run's 300 s.
+        assert!(
+            r.run.cpu_time < Duration::from_secs(30),
+            "{:?}",
+            r.run.cpu_time
+        );
+        let r = run(&waits);
+        assert_eq!(r.outcome, Outcome::Passed, "{:?}", r.message);
+    }
 }
 
 /// Every file below `dir`.

@@ -32,9 +32,10 @@ use clover_protocol::Outcome;
 
 use super::gcov::repo_relative;
 use super::{
-    compile_error, first_errors, is_translation_unit, run_args, sh_quote, BuildPlan, CppProject,
-    GtestResult, GtestRun, LibraryBuild, LibraryCache, LibraryError, BUILD_DIR, CANDIDATE_OBJ,
-    COMPILE_FAILED, COMPILE_LOG, DEFINES_MAIN, GTEST_XML, LIB_DIR, OUT_DIR, OWN_MAIN, TEST_BINARY,
+    binary_cpu_time, compile_error, first_errors, is_translation_unit, run_args, sh_quote,
+    BuildPlan, CppProject, GtestResult, GtestRun, LibraryBuild, LibraryCache, LibraryError,
+    BUILD_DIR, CANDIDATE_OBJ, COMPILE_FAILED, COMPILE_LOG, DEFINES_MAIN, GTEST_XML, LIB_DIR,
+    OUT_DIR, OWN_MAIN, TEST_BINARY, TIMES_BEFORE_EXEC,
 };
 use crate::report::parse_junit;
 use crate::spec::{Collected, Limits, RunOutput, RunSpec, WriteFile};
@@ -71,12 +72,18 @@ pub struct MutantHarness {
     /// precompiled header: a run against a mutated header compiles it again.
     test_file: WriteFile,
     test_compile: String,
+    /// The CPU time of the test binary's run on the original code (the candidate's own run,
+    /// or [`MutantHarness::control`]), when it was measured: a mutant's binary may spend
+    /// [`mutant_cpu_secs`] of it.
+    control_cpu: Option<Duration>,
 }
 
-/// A test object as a run compiled it, and whether it defines its own `main`.
+/// A test object as a run compiled it, whether it defines its own `main`, and the CPU time
+/// of the run's test binary when that run measured it.
 pub(super) struct TestObject {
     pub bytes: Vec<u8>,
     pub own_main: bool,
+    pub binary_cpu: Option<Duration>,
 }
 
 impl GtestRun<'_> {
@@ -131,6 +138,7 @@ impl GtestRun<'_> {
         let object = TestObject {
             bytes: test_object,
             own_main: matches!(run.file(OWN_MAIN), Some(Collected::Read { .. })),
+            binary_cpu: None,
         };
         Ok(Ok(self.harness_of(cache, repo, lib, &plan, object)))
     }
@@ -159,22 +167,59 @@ impl GtestRun<'_> {
             filter: self.filter.clone(),
             test_file: self.test_file.clone(),
             test_compile: self.compile_line(&whole),
+            control_cpu: object.binary_cpu,
         }
     }
 }
 
 impl MutantHarness {
+    /// The control run: the test object linked against the library as built, run until its
+    /// first failing test. Its binary's CPU time becomes the measure of the mutants' runs
+    /// ([`mutant_cpu_secs`]) when it passed.
+    pub fn control(
+        &mut self,
+        sandbox: &Sandbox,
+        limits: &Limits,
+    ) -> Result<GtestResult, LibraryError> {
+        let (result, cpu) = self.run_measuring(sandbox, None, limits)?;
+        if result.outcome == Outcome::Passed {
+            self.control_cpu = cpu;
+        }
+        Ok(result)
+    }
+
+    /// The CPU time of the test binary's run on the original code, when it was measured.
+    pub fn control_cpu(&self) -> Option<Duration> {
+        self.control_cpu
+    }
+
     /// Links the test object against the library with `replaced`'s source compiled from its
     /// text instead of the cached object (against the library as built for `None`, a
     /// control run), in a fresh view, and runs the binary until its first failing test.
     /// A replacement that does not compile or link is outcome `compile_error`; `Err` is a
     /// run that could not be carried out, or a source that is not the library's.
+    ///
+    /// A mutant's binary (its build aside) may spend [`mutant_cpu_secs`] of the control run's
+    /// CPU time when that was measured: a mutant that loops forever is stopped at that, not at
+    /// the wall clock of `limits`, whatever else the machine runs.
     pub fn run(
         &self,
         sandbox: &Sandbox,
         replaced: Option<Replacement<'_>>,
         limits: &Limits,
     ) -> Result<GtestResult, LibraryError> {
+        Ok(self.run_measuring(sandbox, replaced, limits)?.0)
+    }
+
+    /// [`MutantHarness::run`], and the CPU time of the run's test binary when a control run
+    /// (`replaced` is `None`) measured it.
+    fn run_measuring(
+        &self,
+        sandbox: &Sandbox,
+        replaced: Option<Replacement<'_>>,
+        limits: &Limits,
+    ) -> Result<(GtestResult, Option<Duration>), LibraryError> {
+        let control = replaced.is_none();
         let mut files = Vec::new();
         // Shell lines run before the link: the objects the replacement changes, compiled.
         let mut compile = Vec::new();
@@ -238,10 +283,19 @@ impl MutantHarness {
             }
         }
         let compile: String = compile.iter().map(|c| format!("{c} && ")).collect();
+        // Before the binary runs: a control run notes what the build cost (the binary's own
+        // CPU time is the rest); a mutant's binary gets its CPU budget (the shell's soft
+        // limit, which the binary keeps; SIGXCPU when spent). A budget above the run's hard
+        // limit is refused by the shell, and the run's own limit stays.
+        let before_exec = match (control, self.control_cpu) {
+            (true, _) => format!("times > {TIMES_BEFORE_EXEC}\n"),
+            (false, Some(cpu)) => format!("ulimit -S -t {} 2>/dev/null\n", mutant_cpu_secs(cpu)),
+            (false, None) => String::new(),
+        };
         // The binary replaces the shell, so the run's exit status is its own.
         let script = format!(
             "if ! {{ {compile}{}; }} > {log} 2>&1; then : > {failed}; exit 1; fi\n\
-             exec ./{TEST_BINARY} \"$@\"\n",
+             {before_exec}exec ./{TEST_BINARY} \"$@\"\n",
             self.link,
             log = sh_quote(MUTANT_LOG),
             failed = sh_quote(MUTANT_FAILED),
@@ -252,11 +306,12 @@ impl MutantHarness {
         spec.env = self.project.env.clone();
         spec.files = files;
         spec.writable_dirs = vec![BUILD_DIR.into(), LIB_DIR.into(), OUT_DIR.into()];
-        spec.collect = [GTEST_XML, MUTANT_LOG, MUTANT_FAILED]
+        spec.collect = [GTEST_XML, MUTANT_LOG, MUTANT_FAILED, TIMES_BEFORE_EXEC]
             .map(PathBuf::from)
             .to_vec();
         spec.limits = limits.clone();
         let run = sandbox.run(&spec)?;
+        let cpu = binary_cpu_time(&run).filter(|_| control);
         if matches!(run.file(MUTANT_FAILED), Some(Collected::Read { .. }))
             && run.limit_hit.is_none()
         {
@@ -265,10 +320,9 @@ impl MutantHarness {
                 .and_then(Collected::bytes)
                 .map(|b| String::from_utf8_lossy(b).into_owned())
                 .unwrap_or_default();
-            return Ok(unmeasured(
-                Outcome::CompileError,
-                Some(first_errors(&log)),
-                run,
+            return Ok((
+                unmeasured(Outcome::CompileError, Some(first_errors(&log)), run),
+                None,
             ));
         }
         let (tests, problem) = match run.file(GTEST_XML) {
@@ -284,8 +338,15 @@ impl MutantHarness {
         let (outcome, message) = super::judge(run.exit, run.limit_hit, tests.as_deref());
         let mut result = unmeasured(outcome, problem.or(message), run);
         result.tests = tests.unwrap_or_default();
-        Ok(result)
+        Ok((result, cpu))
     }
+}
+
+/// The CPU seconds a mutant's test binary may spend: three times the control run's binary
+/// and a quarter of a second more (as a mutant batch of a pytest worker bounds its runs),
+/// rounded up to the whole seconds a CPU limit counts in.
+pub fn mutant_cpu_secs(control: Duration) -> u64 {
+    (3.0 * control.as_secs_f64() + 0.25).ceil().max(1.0) as u64
 }
 
 /// The limits of a mutant run: `limits`, with the wall clock and CPU time cut to three times
