@@ -107,8 +107,8 @@ const FAST_LINK_LOG: &str = ".clover-out/fast-link.txt";
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FastBuild {
     /// Precompile the candidate's leading `#include` lines (those of a file that includes
-    /// GoogleTest or GMock) once, the second time they are seen, and compile the candidate
-    /// against the `.gch`.
+    /// GoogleTest or GMock), and a mutated library source's, once, the second time they are
+    /// seen, and compile the candidate or the mutant against the `.gch`.
     pub precompiled_headers: bool,
     /// Link with `mold` when it is installed (`cargo xtask setup` installs it).
     pub fast_linker: bool,
@@ -233,16 +233,26 @@ impl CppProject {
         Ok(found)
     }
 
+    /// The words of an instrumented compile, up to its input: the compiler, the
+    /// repository's flags, its include folders and the coverage flags.
+    fn compile_words(&self) -> Vec<String> {
+        std::iter::once(self.cxx.clone())
+            .chain(self.cxxflags.iter().cloned())
+            .chain(self.include_flags())
+            .chain(COVERAGE_FLAGS.map(String::from))
+            .collect()
+    }
+
     /// The shell line that compiles one source of the library, instrumented, into `obj`.
     fn compile_library_object(&self, src: &Path, obj: &str) -> String {
-        let flags = self.include_flags();
         let src = src.to_string_lossy();
-        let words = std::iter::once(self.cxx.as_str())
-            .chain(self.cxxflags.iter().map(String::as_str))
-            .chain(flags.iter().map(String::as_str))
-            .chain(COVERAGE_FLAGS)
-            .chain(["-c", &src, "-o", obj]);
-        sh_words(words)
+        let words = self.compile_words();
+        sh_words(
+            words
+                .iter()
+                .map(String::as_str)
+                .chain(["-c", &src, "-o", obj]),
+        )
     }
 
     /// The library's objects: each source and the stem of its files in [`LIB_DIR`] (the
@@ -483,8 +493,9 @@ pub struct LibraryCache {
     /// Per compiler command: its resolved path and version.
     compilers: std::sync::Mutex<std::collections::HashMap<String, String>>,
     fast: FastBuild,
-    /// Precompiled include prefixes of candidates, in `<dir>/pch/`.
-    pch: pch::PchCache,
+    /// Precompiled include prefixes of candidates and of mutated library sources, in
+    /// `<dir>/pch/`.
+    pch: Arc<pch::PchCache>,
 }
 
 impl LibraryCache {
@@ -1058,17 +1069,8 @@ impl<'a> GtestRun<'a> {
         let Some(prefix) = prefix else {
             return plan;
         };
-        // `"..."` includes of the prefix are looked up from the test file's folder first,
-        // as they were in the test file.
-        let quote_dir = match self.test_file.path.parent() {
-            Some(d) if !d.as_os_str().is_empty() => d.to_string_lossy().into_owned(),
-            _ => ".".into(),
-        };
-        let mut command: Vec<String> = std::iter::once(p.cxx.clone())
-            .chain(p.cxxflags.iter().cloned())
-            .chain(p.include_flags())
-            .chain(COVERAGE_FLAGS.map(String::from))
-            .collect();
+        let quote_dir = pch::quote_dir(&self.test_file.path);
+        let mut command = p.compile_words();
         command.extend(filter.map(|[only, _]| only));
         command.extend(["-iquote".into(), quote_dir.clone()]);
         let recipe = pch::PchRecipe {
@@ -1081,17 +1083,7 @@ impl<'a> GtestRun<'a> {
         match cache.pch.get(&cache.dir, sandbox, &recipe, &prefix) {
             Ok(None) => {}
             Ok(Some(Ok(pch))) => {
-                plan.compile_flags.extend([
-                    "-iquote".into(),
-                    quote_dir,
-                    "-include".into(),
-                    pch.header().to_string_lossy().into_owned(),
-                ]);
-                // GCC's word on a header it will not use; under `-Werror` that word would
-                // fail a compile that reads the header as text and succeeds.
-                if !p.cxxflags.iter().any(|f| f.starts_with("-Werror")) {
-                    plan.compile_flags.push("-Winvalid-pch".into());
-                }
+                plan.compile_flags.extend(pch.flags(quote_dir, &p.cxxflags));
                 plan.test_file.contents = prefix.blanked;
                 plan.pch = Some(pch);
             }

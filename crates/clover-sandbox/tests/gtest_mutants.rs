@@ -17,7 +17,8 @@ use common::{limits, ready};
 
 use clover_protocol::{LimitHit, Outcome, TestOutcome};
 use clover_sandbox::gtest::{
-    mutant_cpu_secs, CppProject, GtestResult, GtestRun, LibraryCache, MutantHarness, Replacement,
+    mutant_cpu_secs, CppProject, FastBuild, GtestResult, GtestRun, LibraryCache, MutantHarness,
+    Replacement,
 };
 use clover_sandbox::{Sandbox, WriteFile};
 use clover_testkit::counter;
@@ -455,6 +456,52 @@ fn a_mutant_s_binary_is_stopped_at_its_cpu_budget_not_while_it_waits() {
         let r = run(&waits);
         assert_eq!(r.outcome, Outcome::Passed, "{:?}", r.message);
     }
+}
+
+/// A mutated translation unit's leading `#include` lines are precompiled the second time
+/// they are seen, and the mutants compiled against the header judge as the source compiled
+/// whole does: the same token stream, on the same lines (a mutant that reads its own
+/// `__LINE__` survives only if the line is the source's).
+#[test]
+fn a_mutated_source_s_includes_are_precompiled_and_judge_alike() {
+    let Some(sb) = ready() else { return };
+    let (_repo, project, cache_dir, cache) = calc();
+    let plain_dir = tempfile::tempdir().unwrap();
+    let plain = LibraryCache::new(plain_dir.path())
+        .unwrap()
+        .with_fast_build(FastBuild::NONE);
+    let truth = run_of(&project, "tests/calc_test.cc", TEST);
+    let fast = harness(&sb, &cache, &truth);
+    let whole = harness(&sb, &plain, &truth);
+    let mutants = [
+        (CALC.replace("v > hi", "v < hi"), Outcome::Failed),
+        // Line 9 is Twice's: `+ 0` where the line is kept.
+        (
+            CALC.replace("return v * 2;", "return v * 2 + (__LINE__ - 9);"),
+            Outcome::Passed,
+        ),
+        (CALC.replace("v * 2", "v - 2"), Outcome::Failed),
+        (CALC.replace("return v;", "return v"), Outcome::CompileError),
+    ];
+    for (i, (text, expected)) in mutants.iter().enumerate() {
+        let (a, b) = (on_calc(&sb, &fast, text), on_calc(&sb, &whole, text));
+        assert_eq!(a.outcome, *expected, "mutant {i}: {:?}", a.message);
+        assert_eq!(b.outcome, *expected, "mutant {i} whole: {:?}", b.message);
+        // Seen once, the prefix is not worth a header; the second mutant builds it.
+        let built = cache.precompiled_header_builds();
+        assert_eq!(built, usize::from(i >= 1), "after mutant {i}");
+        if i == 1 {
+            // From here on the header's text says it was read: a compile that uses the
+            // `.gch` never reads it.
+            let headers: Vec<PathBuf> = walkdir(&cache_dir.path().join("pch"))
+                .into_iter()
+                .filter(|p| p.file_name().is_some_and(|n| n == "clover-pch.h"))
+                .collect();
+            assert_eq!(headers.len(), 1, "{headers:?}");
+            std::fs::write(&headers[0], "#error the header was read as text\n").unwrap();
+        }
+    }
+    assert_eq!(plain.precompiled_header_builds(), 0);
 }
 
 /// Every file below `dir`.

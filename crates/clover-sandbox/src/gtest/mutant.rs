@@ -31,11 +31,12 @@ use std::time::Duration;
 use clover_protocol::Outcome;
 
 use super::gcov::repo_relative;
+use super::pch::{self, PchCache, PchRecipe};
 use super::{
     binary_cpu_time, compile_error, first_errors, is_translation_unit, run_args, sh_quote,
-    BuildPlan, CppProject, GtestResult, GtestRun, LibraryBuild, LibraryCache, LibraryError,
-    BUILD_DIR, CANDIDATE_OBJ, COMPILE_FAILED, COMPILE_LOG, DEFINES_MAIN, GTEST_XML, LIB_DIR,
-    OUT_DIR, OWN_MAIN, TEST_BINARY, TIMES_BEFORE_EXEC,
+    sh_words, BuildPlan, CppProject, GtestResult, GtestRun, LibraryBuild, LibraryCache,
+    LibraryError, BUILD_DIR, CANDIDATE_OBJ, COMPILE_FAILED, COMPILE_LOG, DEFINES_MAIN, GTEST_XML,
+    LIB_DIR, OUT_DIR, OWN_MAIN, TEST_BINARY, TIMES_BEFORE_EXEC,
 };
 use crate::report::parse_junit;
 use crate::spec::{Collected, Limits, RunOutput, RunSpec, WriteFile};
@@ -76,6 +77,18 @@ pub struct MutantHarness {
     /// or [`MutantHarness::control`]), when it was measured: a mutant's binary may spend
     /// [`mutant_cpu_secs`] of it.
     control_cpu: Option<Duration>,
+    /// Where a mutated source's include prefix is precompiled, when the cache's builds may
+    /// use precompiled headers.
+    pch: Option<SourcePch>,
+}
+
+/// What a mutated translation unit's precompiled include prefix needs: the cache's headers,
+/// its folder and the compiler's identity (part of every header's key).
+#[derive(Debug)]
+struct SourcePch {
+    cache: Arc<PchCache>,
+    dir: PathBuf,
+    compiler: String,
 }
 
 /// A test object as a run compiled it, whether it defines its own `main`, and the CPU time
@@ -168,6 +181,11 @@ impl GtestRun<'_> {
             test_file: self.test_file.clone(),
             test_compile: self.compile_line(&whole),
             control_cpu: object.binary_cpu,
+            pch: cache.fast.precompiled_headers.then(|| SourcePch {
+                cache: cache.pch.clone(),
+                dir: cache.dir.clone(),
+                compiler: cache.compiler_identity(&self.project.cxx),
+            }),
         }
     }
 }
@@ -211,6 +229,55 @@ impl MutantHarness {
         Ok(self.run_measuring(sandbox, replaced, limits)?.0)
     }
 
+    /// How a mutated translation unit is compiled into `obj`: the text the view gets, the
+    /// shell line, and the folder of the precompiled header to bind. The source's leading
+    /// `#include` lines (no mutant is ever in them) are precompiled once per repository,
+    /// compiler, flags and prefix, as a candidate's are (`pch`): the source is then compiled
+    /// with those lines blanked and the header included first, the same token stream, so
+    /// each mutant parses only its own file's code. Without a header (none yet, none
+    /// wanted, or none that builds) the text is compiled whole with the library's own line.
+    fn compile_source(
+        &self,
+        sandbox: &Sandbox,
+        r: Replacement<'_>,
+        obj: &str,
+        limits: &Limits,
+    ) -> (Vec<u8>, String, Option<PathBuf>) {
+        let whole = || {
+            (
+                r.text.to_vec(),
+                self.project.compile_library_object(r.source, obj),
+                None,
+            )
+        };
+        let (Some(cached), Some(prefix)) = (&self.pch, pch::leading_includes(r.text)) else {
+            return whole();
+        };
+        let quote_dir = pch::quote_dir(r.source);
+        let mut command = self.project.compile_words();
+        command.extend(["-iquote".into(), quote_dir.clone()]);
+        let recipe = PchRecipe {
+            repo: &self.repo,
+            compiler: &cached.compiler,
+            env: &self.project.env,
+            command,
+            limits,
+        };
+        let Ok(Some(Ok(header))) = cached.cache.get(&cached.dir, sandbox, &recipe, &prefix) else {
+            return whole();
+        };
+        let src = r.source.to_string_lossy();
+        let line = sh_words(
+            self.project
+                .compile_words()
+                .iter()
+                .chain(&header.flags(quote_dir, &self.project.cxxflags))
+                .map(String::as_str)
+                .chain(["-c", &src, "-o", obj]),
+        );
+        (prefix.blanked, line, Some(header.dir.clone()))
+    }
+
     /// [`MutantHarness::run`], and the CPU time of the run's test binary when a control run
     /// (`replaced` is `None`) measured it.
     fn run_measuring(
@@ -225,11 +292,8 @@ impl MutantHarness {
         let mut compile = Vec::new();
         let mut recompiled: Vec<&str> = Vec::new();
         let mut test_recompiled = false;
+        let mut binds = Vec::new();
         if let Some(r) = replaced {
-            files.push(WriteFile {
-                path: r.source.into(),
-                contents: r.text.to_vec(),
-            });
             if is_translation_unit(r.source) {
                 let Some(object) = self.lib.objects.iter().find(|o| o.source == r.source) else {
                     return Err(SandboxError::InvalidSpec(format!(
@@ -243,8 +307,21 @@ impl MutantHarness {
                     ))
                     .into());
                 };
+                let obj = object.path("o");
+                let (text, line, pch) =
+                    self.compile_source(sandbox, r, &obj.to_string_lossy(), limits);
+                files.push(WriteFile {
+                    path: r.source.into(),
+                    contents: text,
+                });
+                compile.push(line);
+                binds.extend(pch);
                 recompiled.push(&object.stem);
             } else {
+                files.push(WriteFile {
+                    path: r.source.into(),
+                    contents: r.text.to_vec(),
+                });
                 if repo_relative(&r.source.to_string_lossy(), &self.repo).is_none() {
                     return Err(SandboxError::InvalidSpec(format!(
                         "{} is not a file of the repository {}",
@@ -270,12 +347,13 @@ impl MutantHarness {
         }
         for o in &self.lib.objects {
             let obj = o.path("o");
-            if recompiled.contains(&o.stem.as_str()) {
+            if test_recompiled && recompiled.contains(&o.stem.as_str()) {
+                // A header's objects, compiled whole (the header may be in a prefix).
                 compile.push(
                     self.project
                         .compile_library_object(&o.source, &obj.to_string_lossy()),
                 );
-            } else {
+            } else if !recompiled.contains(&o.stem.as_str()) {
                 files.push(WriteFile {
                     path: obj,
                     contents: o.object.clone(),
@@ -305,6 +383,8 @@ impl MutantHarness {
         spec.argv.push(FAIL_FAST.into());
         spec.env = self.project.env.clone();
         spec.files = files;
+        // A precompiled prefix is read where the cache keeps it, read-only.
+        spec.binds = binds;
         spec.writable_dirs = vec![BUILD_DIR.into(), LIB_DIR.into(), OUT_DIR.into()];
         spec.collect = [GTEST_XML, MUTANT_LOG, MUTANT_FAILED, TIMES_BEFORE_EXEC]
             .map(PathBuf::from)

@@ -1,6 +1,8 @@
 //! Precompiled headers for candidate builds: the headers a candidate includes first
 //! (GoogleTest's, GMock's, the repository's own) parsed once per repository, compiler, flags
-//! and include list, instead of once per candidate.
+//! and include list, instead of once per candidate. A mutated library source's leading
+//! includes ([`leading_includes`]) are precompiled the same way, so that each of its mutants
+//! parses only its own code (`mutant.rs`).
 //!
 //! A candidate's *include prefix* is the run of `#include` lines at the top of its file
 //! (blank and comment lines between them allowed), when it names GoogleTest or GMock. The
@@ -58,6 +60,16 @@ pub(super) struct IncludePrefix {
 /// The prefix ends at the first line that is not blank, a comment or a plain `#include`
 /// (a macro, a conditional, code); a block comment is skipped whole.
 pub(super) fn include_prefix(text: &[u8]) -> Option<IncludePrefix> {
+    leading_includes(text).filter(|p| {
+        p.header
+            .lines()
+            .any(|l| l.contains("gtest/gtest.h") || l.contains("gmock/gmock.h"))
+    })
+}
+
+/// The leading `#include` lines of any source (a library's translation unit, whose mutants
+/// all lie below them), as [`include_prefix`] finds them; `None` when there is none.
+pub(super) fn leading_includes(text: &[u8]) -> Option<IncludePrefix> {
     let text = std::str::from_utf8(text).ok()?;
     let mut header = String::new();
     let mut blank = Vec::new();
@@ -101,10 +113,7 @@ pub(super) fn include_prefix(text: &[u8]) -> Option<IncludePrefix> {
         header.push('\n');
         blank.push((here, here + body.len()));
     }
-    let names_gtest = header
-        .lines()
-        .any(|l| l.contains("gtest/gtest.h") || l.contains("gmock/gmock.h"));
-    if in_comment || !names_gtest {
+    if in_comment || header.is_empty() {
         return None;
     }
     let mut blanked = Vec::with_capacity(text.len());
@@ -150,6 +159,33 @@ impl Pch {
     /// What the candidate's compile line gets: the header to include first.
     pub fn header(&self) -> PathBuf {
         self.dir.join(HEADER)
+    }
+
+    /// The words a compile line gets before its input to read this header first:
+    /// `quote_dir` ([`quote_dir`]) as `-iquote`, the header as `-include`, and
+    /// `-Winvalid-pch` unless `cxxflags` make warnings errors.
+    pub fn flags(&self, quote_dir: String, cxxflags: &[String]) -> Vec<String> {
+        let mut flags = vec![
+            "-iquote".into(),
+            quote_dir,
+            "-include".into(),
+            self.header().to_string_lossy().into_owned(),
+        ];
+        // GCC's word on a header it will not use; under `-Werror` that word would fail a
+        // compile that reads the header as text and succeeds.
+        if !cxxflags.iter().any(|f| f.starts_with("-Werror")) {
+            flags.push("-Winvalid-pch".into());
+        }
+        flags
+    }
+}
+
+/// The folder `"..."` includes of a prefix taken from `source` are looked up in first, as
+/// they were in the source: its own (`-iquote`; `.` for a file at the root).
+pub(super) fn quote_dir(source: &Path) -> String {
+    match source.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_string_lossy().into_owned(),
+        _ => ".".into(),
     }
 }
 
@@ -364,6 +400,17 @@ mod tests {
             "// Copyright\n/* a\n   block */\n\n\n\n\n#define X 1\n#include \"b.h\"\nTEST(A, B) {}\n"
         );
         assert_eq!(blanked.lines().count(), text.lines().count(), "lines stay");
+    }
+
+    #[test]
+    fn a_library_source_s_prefix_needs_no_googletest() {
+        let p =
+            leading_includes(b"// x\n#include \"a.h\"\n#include <map>\n#if X\nint y;\n").unwrap();
+        assert_eq!(p.header, "#include \"a.h\"\n#include <map>\n");
+        assert_eq!(p.blanked, b"// x\n\n\n#if X\nint y;\n");
+        assert_eq!(include_prefix(b"#include \"a.h\"\nint y;\n"), None);
+        assert_eq!(leading_includes(b"int y;\n#include \"a.h\"\n"), None);
+        assert_eq!(leading_includes(b"/* open\n#include \"a.h\"\n"), None);
     }
 
     #[test]
