@@ -69,7 +69,8 @@ fn visit(node: Node<'_>, sites: &mut Sites<'_>) -> Descend {
         "return_statement" => {
             if let Some(value) = node.named_child(0) {
                 if value.kind() != "none" {
-                    sites.replace(value, Operator::ReturnValue, "None");
+                    let r = same_lines(sites, value, "None".into(), Context::Expression);
+                    sites.replace(value, Operator::ReturnValue, r);
                 }
             }
         }
@@ -99,6 +100,7 @@ fn string(node: Node<'_>, sites: &mut Sites<'_>) {
     }
     if let (Some(open), Some(close)) = (open, close) {
         let r = string_replacement(sites.text_of(open), sites.text_of(close), empty);
+        let r = same_lines(sites, node, r, Context::Expression);
         sites.replace(node, Operator::Constant, r);
     }
 }
@@ -142,6 +144,43 @@ fn delete_statement(node: Node<'_>, sites: &mut Sites<'_>) {
         _ => false,
     };
     if effect {
-        sites.replace(node, Operator::DeleteStatement, "pass");
+        let r = same_lines(sites, node, "pass".into(), Context::Statement);
+        sites.replace(node, Operator::DeleteStatement, r);
+    }
+}
+
+/// Where a replacement stands.
+enum Context {
+    Expression,
+    Statement,
+}
+
+/// `replacement` for `node`'s text, spread over as many lines as that text takes, so that
+/// every line after the mutant is where it was: the code objects of the rest of the module,
+/// their line numbers included, are then those of the original, and a warm worker can patch
+/// the mutant's function into a process that imported the original instead of importing the
+/// mutant anew (a multi-line call deleted, a multi-line value returned as `None`). An
+/// expression is parenthesised with the line breaks inside; a statement is followed by blank
+/// lines, or by line continuations when code follows it on its last line.
+fn same_lines(sites: &Sites<'_>, node: Node<'_>, replacement: String, at: Context) -> String {
+    let lines = |t: &str| t.matches('\n').count();
+    let missing = lines(sites.text_of(node)).saturating_sub(lines(&replacement));
+    if missing == 0 {
+        return replacement;
+    }
+    match at {
+        Context::Expression => format!("({replacement}{})", "\n".repeat(missing)),
+        Context::Statement => {
+            let rest = sites.text[node.end_byte()..]
+                .split('\n')
+                .next()
+                .unwrap_or("");
+            let rest = rest.trim_start();
+            if rest.is_empty() || rest.starts_with('#') {
+                format!("{replacement}{}", "\n".repeat(missing))
+            } else {
+                format!("{replacement}{}", " \\\n".repeat(missing))
+            }
+        }
     }
 }

@@ -277,6 +277,36 @@ fn every_mutant_parses_and_differs_from_the_original_only_in_its_span() {
     }
 }
 
+/// A Python mutant whose span takes several lines keeps them: every line after it stays
+/// where it was (a warm worker then patches the mutant into a process that imported the
+/// original), and the mutant still parses.
+#[test]
+fn a_python_mutant_keeps_the_lines_of_its_span() {
+    let text = "def f(a):\n    log(a,\n        1)\n    log(a,\n        2); a.x = 1\n    \
+                s = \"\"\"x\n    y\"\"\"\n    return g(a,\n             3)  # why\n\ndef h():\n    return 0\n";
+    let ms = every(Language::Python, text);
+    let mut parsers = Parsers::default();
+    for m in &ms {
+        assert_eq!(m.text.lines().count(), text.lines().count(), "{}", m.id);
+        let tree = parsers.parse(Language::Python, &m.text, "f", None).unwrap();
+        assert!(!tree.root_node().has_error(), "{} does not parse", m.id);
+    }
+    let replacements: Vec<(u32, &str)> = ms
+        .iter()
+        .filter(|m| m.original.contains('\n'))
+        .map(|m| (m.line, m.replacement.as_str()))
+        .collect();
+    assert_eq!(
+        replacements,
+        [
+            (2, "pass\n"),
+            (4, "pass \\\n"),
+            (6, "(\"\"\"\"\"\"\n)"),
+            (8, "(None\n)"),
+        ]
+    );
+}
+
 #[test]
 fn a_mutant_that_does_not_parse_is_dropped() {
     let text = "def f(a):\n    return (a <\n        1)\n";
