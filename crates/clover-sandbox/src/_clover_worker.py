@@ -250,12 +250,15 @@ class Batch:
             for f in failed
         ):
             return self.stop()
-        self.results[i] = {
-            "status": e["status"],
-            "timed_out": bool(e.get("timed_out")),
-            "failed": failed,
-            "ok": bool(e.get("ok")),
-        }
+        # A run that could not judge its mutant leaves it to a run of its own; the view is
+        # checked all the same.
+        if not e.get("unjudged"):
+            self.results[i] = {
+                "status": e["status"],
+                "timed_out": bool(e.get("timed_out")),
+                "failed": failed,
+                "ok": bool(e.get("ok")),
+            }
         if e.get("left") or self.zygote.fingerprint() != self.clean:
             return self.stop()
         self.go()
@@ -283,6 +286,59 @@ def _code_key(code):
 
 class Unpatchable(Exception):
     pass
+
+
+# The exit status of a mutant's run that found it could not be judged in its fork.
+UNJUDGED = 93
+
+
+class _MutantFinder:
+    """First on `sys.meta_path` in a mutant's run whose module had not been imported when
+    the fork was made: the module is imported, when the run first imports it, from the
+    mutant's text, as a cold run would import it from the file the mutant replaced. The
+    import is found as it would be without this finder; only a module plain Python loads
+    from source can be given other text: for any other loader (pytest's assertion rewriter)
+    the run ends at once, unjudged (`UNJUDGED`), and runs on its own."""
+
+    def __init__(self, path, data, unjudged):
+        self.path = path
+        self.data = data
+        self.unjudged = unjudged
+
+    def find_spec(self, fullname, path=None, target=None):
+        import importlib.machinery
+
+        spec = None
+        for finder in sys.meta_path:
+            find = getattr(finder, "find_spec", None)
+            if finder is self or find is None:
+                continue
+            spec = find(fullname, path, target)
+            if spec is not None:
+                break
+        if spec is None or not isinstance(spec.origin, str):
+            return spec
+        if os.path.realpath(spec.origin) != self.path:
+            return spec
+        if type(spec.loader) is not importlib.machinery.SourceFileLoader:
+            self.unjudged()
+        spec.loader = _mutant_loader(fullname, spec.origin, self.data)
+        return spec
+
+
+def _mutant_loader(fullname, path, data):
+    """A source loader of `path` that reads `data` instead, and never a cached `.pyc` (which
+    is the original's)."""
+    import importlib.machinery
+
+    class MutantLoader(importlib.machinery.SourceFileLoader):
+        def get_data(self, p):
+            return data if p == self.path else super().get_data(p)
+
+        def get_code(self, name):
+            return self.source_to_code(data, self.path)
+
+    return MutantLoader(fullname, path)
 
 
 def _nested(code):
@@ -338,8 +394,9 @@ def plan_patch(filename, old, new):
                 continue
             body = not (co.co_flags & CO_NEWLOCALS)  # a class body, run at import
             if not body:
-                if co.co_freevars != cn.co_freevars:
-                    raise Unpatchable("the free variables of %s differ" % _code_key(co)[1])
+                # A function whose free variables differ is made anew by its enclosing
+                # function, whose own code then differs too: `patch` takes it only when no
+                # closure of it is alive (the enclosing function has not run).
                 out.append((co, cn, _own(co) != _own(cn)))
             walk(co, cn, body)
 
@@ -549,7 +606,9 @@ class Zygote:
                 raise Unpatchable("%s ran before the candidate" % key[1])
             for fn in functions:
                 if _code_key(fn.__code__) == key:
-                    if len(fn.__closure__ or ()) != len(cn.co_freevars):
+                    if co.co_freevars != cn.co_freevars or len(fn.__closure__ or ()) != len(
+                        cn.co_freevars
+                    ):
                         raise Unpatchable("a closure of %s differs" % key[1])
                     todo.append((fn, cn))
         return todo
@@ -1223,11 +1282,12 @@ class Zygote:
         wall = req["mutant_wall_ms"] / 1000.0
         cpu = req["mutant_cpu_secs"]
 
-        def fork_run(patches, cpu_budget=None):
-            """One run of the collected candidate in a fork, `patches` applied, within `wall`
-            seconds and, when given, `cpu_budget` seconds of its CPU time: its status, whether
-            it ran out of time, its CPU time, what its report would say, and whether it left a
-            process behind."""
+        def fork_run(patches, cpu_budget=None, lazy=None):
+            """One run of the collected candidate in a fork, `patches` applied (or `lazy`, a
+            path not imported yet and its text, imported from that text when the run imports
+            it), within `wall` seconds and, when given, `cpu_budget` seconds of its CPU time:
+            its status, whether it ran out of time, its CPU time, what its report would say,
+            and whether it left a process behind."""
             names_r, names_w = os.pipe()
             pid = os.fork()
             if pid == 0:
@@ -1244,6 +1304,13 @@ class Zygote:
                         signal.setitimer(signal.ITIMER_PROF, cpu_budget)
                     for fn, code_object in patches:
                         fn.__code__ = code_object
+                    if lazy is not None:
+
+                        def unjudged():
+                            self._write_all(names_w, b'{"unjudged": true}')
+                            os._exit(UNJUDGED)
+
+                        sys.meta_path.insert(0, _MutantFinder(lazy[0], lazy[1], unjudged))
                     code = self.run_session(collect=False)
                     # Past the session's end, as a cold run's report is written then.
                     report = {"failed": failed, "ok": bool(passed - bad)}
@@ -1286,14 +1353,18 @@ class Zygote:
             return 0
         for i, m in enumerate(mutants):
             path = os.path.realpath(os.path.join(self.repo, m["path"]))
-            # A module not loaded yet would be read from the file, which holds the original.
-            if path not in self.loaded:
-                continue
-            try:
-                patches = self.patch(path, m["data"].encode("latin-1"))
-            except Unpatchable:
-                continue
-            status, timed_out, _, report, left = fork_run(patches, cpu_budget)
+            data = m["data"].encode("latin-1")
+            patches, lazy = [], None
+            if path in self.loaded:
+                try:
+                    patches = self.patch(path, data)
+                except Unpatchable:
+                    continue
+            else:
+                # A module not imported yet is imported from the mutant's text, if the run
+                # imports it, as a cold run imports the file the mutant replaced.
+                lazy = (path, data)
+            status, timed_out, _, report, left = fork_run(patches, cpu_budget, lazy)
             tell(
                 {
                     "mutant": i,
@@ -1302,6 +1373,7 @@ class Zygote:
                     "failed": report.get("failed", []),
                     "ok": bool(report.get("ok")),
                     "left": left,
+                    "unjudged": bool(report.get("unjudged")),
                 }
             )
             if left or os.read(control, 1) != b"1":

@@ -473,11 +473,13 @@ fn a_changed_body_is_patched_into_the_fork_and_code_that_ran_at_import_is_not() 
 /// A mutant batch collects the candidate once and runs each mutant in a fork with the mutant
 /// patched in: a mutant of a body that has not run is judged there, as a cold run of its own
 /// judges it (killed, or survived when equivalent), whether its module was imported by the
-/// conftest before the fork or by the candidate's collection. The batch leaves to a run of
-/// its own a mutant of a function that ran while collecting (a parametrize argument) or at
-/// import, one of a module the collection did not load, and every mutant after a run that
-/// changed the view (a file written in /tmp). A run whose test skips kills its mutant. A
-/// candidate that does not pass in the batch's control run gets no verdict from it.
+/// conftest before the fork or by the candidate's collection; a mutant of a module nothing
+/// has imported yet is imported from the mutant's text when the run imports it. The batch
+/// leaves to a run of its own a mutant of a function that ran while collecting (a
+/// parametrize argument) or at import, one of a module not yet imported that pytest would
+/// rewrite (a `test_*.py` helper), and every mutant after a run that changed the view (a
+/// file written in /tmp). A run whose test skips kills its mutant. A candidate that does not
+/// pass in the batch's control run gets no verdict from it.
 #[test]
 fn a_mutant_batch_judges_what_a_fork_can_be_given_as_cold_runs_do() {
     let Some(py) = clover_testkit::python() else {
@@ -488,6 +490,7 @@ fn a_mutant_batch_judges_what_a_fork_can_be_given_as_cold_runs_do() {
     let m = "def f():\n    return 1\n\n\ndef g():\n    return 'g'\n\n\nTABLE = [g()]\n";
     let c = "def h():\n    return 3\n\n\ndef k():\n    return 5\n";
     let lazy = "def z():\n    return 9\n";
+    let helper = "def w():\n    return 7\n";
     write_tree(
         repo.path(),
         &[
@@ -496,10 +499,11 @@ fn a_mutant_batch_judges_what_a_fork_can_be_given_as_cold_runs_do() {
             ("pkg/m.py", m),
             ("pkg/c.py", c),
             ("pkg/lazy.py", lazy),
+            ("tests/test_lazy_helper.py", helper),
             ("tests/conftest.py", "import pkg.m  # noqa: F401\n"),
         ],
     );
-    let test = "import pytest\n\nimport pkg.c\nimport pkg.m\n\n\n@pytest.mark.parametrize(\"x\", [pkg.c.k()])\ndef test_all(x):\n    assert pkg.m.f() == 1\n    assert pkg.c.h() == 3\n    assert x == 5\n    from pkg import lazy\n\n    assert lazy.z() == 9\n";
+    let test = "import pytest\n\nimport pkg.c\nimport pkg.m\n\n\n@pytest.mark.parametrize(\"x\", [pkg.c.k()])\ndef test_all(x):\n    assert pkg.m.f() == 1\n    assert pkg.c.h() == 3\n    assert x == 5\n    from pkg import lazy\n\n    assert lazy.z() == 9\n    import test_lazy_helper\n\n    assert test_lazy_helper.w() == 7\n";
     let candidate = WriteFile {
         path: "tests/test_c.py".into(),
         contents: test.as_bytes().to_vec(),
@@ -514,6 +518,11 @@ fn a_mutant_batch_judges_what_a_fork_can_be_given_as_cold_runs_do() {
         file("pkg/c.py", c.replace("return 3", "return 4")),
         file("pkg/c.py", c.replace("return 5", "return 6")),
         file("pkg/lazy.py", lazy.replace("return 9", "return 8")),
+        file("pkg/lazy.py", lazy.replace("return 9", "return 9 + 0")),
+        file(
+            "tests/test_lazy_helper.py",
+            helper.replace("return 7", "return 6"),
+        ),
         file("pkg/m.py", m.replace("return 'g'", "return 'h'")),
         file(
             "pkg/m.py",
@@ -558,6 +567,8 @@ fn a_mutant_batch_judges_what_a_fork_can_be_given_as_cold_runs_do() {
             Some(true),
             Some(false),
             None,
+            Some(false),
+            Some(true),
             None,
             None,
             Some(false),
@@ -573,7 +584,7 @@ fn a_mutant_batch_judges_what_a_fork_can_be_given_as_cold_runs_do() {
             [("tests.test_c".to_string(), "test_all[5]".to_string())]
         );
     }
-    assert_eq!(verdicts[6].as_ref().map(|v| v.failed.len()), Some(0));
+    assert_eq!(verdicts[8].as_ref().map(|v| v.failed.len()), Some(0));
     // A candidate that does not pass unmutated in the batch's own control run gets no
     // verdict from it.
     let failing = PytestRun {
