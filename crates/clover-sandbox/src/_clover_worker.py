@@ -301,44 +301,55 @@ class _MutantFinder:
     the run ends at once, unjudged (`UNJUDGED`), and runs on its own."""
 
     def __init__(self, path, data, unjudged):
-        self.path = path
-        self.data = data
-        self.unjudged = unjudged
-
-    def find_spec(self, fullname, path=None, target=None):
+        # Imported before the finder is installed: an import in `find_spec` would ask it.
         import importlib.machinery
 
-        spec = None
-        for finder in sys.meta_path:
-            find = getattr(finder, "find_spec", None)
-            if finder is self or find is None:
-                continue
-            spec = find(fullname, path, target)
-            if spec is not None:
-                break
+        self.source_loader = importlib.machinery.SourceFileLoader
+        self.loader = _mutant_loader(path, data)
+        self.path = path
+        self.unjudged = unjudged
+        # The names being looked up: a finder that imports through `sys.meta_path` itself
+        # asks this one again, which then stands aside.
+        self.busy = set()
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname in self.busy:
+            return None
+        self.busy.add(fullname)
+        try:
+            spec = None
+            for finder in sys.meta_path:
+                find = getattr(finder, "find_spec", None)
+                if finder is self or find is None:
+                    continue
+                spec = find(fullname, path, target)
+                if spec is not None:
+                    break
+        finally:
+            self.busy.discard(fullname)
         if spec is None or not isinstance(spec.origin, str):
             return spec
         if os.path.realpath(spec.origin) != self.path:
             return spec
-        if type(spec.loader) is not importlib.machinery.SourceFileLoader:
+        if type(spec.loader) is not self.source_loader:
             self.unjudged()
-        spec.loader = _mutant_loader(fullname, spec.origin, self.data)
+        spec.loader = self.loader(fullname, spec.origin)
         return spec
 
 
-def _mutant_loader(fullname, path, data):
-    """A source loader of `path` that reads `data` instead, and never a cached `.pyc` (which
-    is the original's)."""
+def _mutant_loader(path, data):
+    """The class of a source loader that reads `data` for `path`, and never a cached `.pyc`
+    (which is the original's)."""
     import importlib.machinery
 
     class MutantLoader(importlib.machinery.SourceFileLoader):
         def get_data(self, p):
-            return data if p == self.path else super().get_data(p)
+            return data if os.path.realpath(p) == path else super().get_data(p)
 
         def get_code(self, name):
             return self.source_to_code(data, self.path)
 
-    return MutantLoader(fullname, path)
+    return MutantLoader
 
 
 def _nested(code):
