@@ -617,9 +617,7 @@ class Zygote:
                 raise Unpatchable("%s ran before the candidate" % key[1])
             for fn in functions:
                 if _code_key(fn.__code__) == key:
-                    if co.co_freevars != cn.co_freevars or len(fn.__closure__ or ()) != len(
-                        cn.co_freevars
-                    ):
+                    if fn.__code__.co_freevars != cn.co_freevars:
                         raise Unpatchable("a closure of %s differs" % key[1])
                     todo.append((fn, cn))
         return todo

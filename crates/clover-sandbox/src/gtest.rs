@@ -1423,7 +1423,6 @@ struct Measure<'a> {
     gcov_reader: bool,
 }
 
-/// A collected file read whole, or `None`.
 /// The CPU time of the test binary a run's shell turned into (`exec`): the run's whole CPU
 /// time less what the shell and the processes it waited for had spent before, as its `times`
 /// wrote to [`TIMES_BEFORE_EXEC`]. `None` when the run did not get that far, or the binary
@@ -1456,6 +1455,7 @@ fn parse_times(text: &str) -> Option<Duration> {
     Some(total)
 }
 
+/// A collected file read whole, or `None`.
 fn whole_file(run: &RunOutput, path: &str) -> Option<Vec<u8>> {
     match run.file(path) {
         Some(Collected::Read {

@@ -254,13 +254,16 @@ impl MutantHarness {
             return whole();
         };
         let quote_dir = pch::quote_dir(r.source);
-        let mut command = self.project.compile_words();
-        command.extend(["-iquote".into(), quote_dir.clone()]);
+        let words = self.project.compile_words();
         let recipe = PchRecipe {
             repo: &self.repo,
             compiler: &cached.compiler,
             env: &self.project.env,
-            command,
+            command: words
+                .iter()
+                .cloned()
+                .chain(["-iquote".into(), quote_dir.clone()])
+                .collect(),
             limits,
         };
         let Ok(Some(Ok(header))) = cached.cache.get(&cached.dir, sandbox, &recipe, &prefix) else {
@@ -268,8 +271,7 @@ impl MutantHarness {
         };
         let src = r.source.to_string_lossy();
         let line = sh_words(
-            self.project
-                .compile_words()
+            words
                 .iter()
                 .chain(&header.flags(quote_dir, &self.project.cxxflags))
                 .map(String::as_str)
@@ -347,17 +349,18 @@ impl MutantHarness {
         }
         for o in &self.lib.objects {
             let obj = o.path("o");
-            if test_recompiled && recompiled.contains(&o.stem.as_str()) {
-                // A header's objects, compiled whole (the header may be in a prefix).
-                compile.push(
-                    self.project
-                        .compile_library_object(&o.source, &obj.to_string_lossy()),
-                );
-            } else if !recompiled.contains(&o.stem.as_str()) {
+            if !recompiled.contains(&o.stem.as_str()) {
                 files.push(WriteFile {
                     path: obj,
                     contents: o.object.clone(),
                 });
+            } else if test_recompiled {
+                // A header's objects, compiled whole (the header may be in a prefix); a
+                // mutated translation unit's line was made above.
+                compile.push(
+                    self.project
+                        .compile_library_object(&o.source, &obj.to_string_lossy()),
+                );
             }
         }
         let compile: String = compile.iter().map(|c| format!("{c} && ")).collect();
