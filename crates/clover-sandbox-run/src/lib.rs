@@ -53,8 +53,8 @@ use clover_protocol::{
 use clover_sandbox::gtest::{CppProject, GtestRun, LibraryCache, LibraryError};
 use clover_sandbox::pytest::{PytestResult, PytestRun};
 use clover_sandbox::{
-    check_relative, CheckedInterpreters, Limits, OnceMap, RunOutput, Sandbox, SandboxError,
-    WarmPool, WriteFile,
+    check_relative, BatchVerdicts, CheckedInterpreters, Limits, OnceMap, RunOutput, Sandbox,
+    SandboxError, WarmPool, WriteFile,
 };
 use clover_screen::{Finding, Screen};
 
@@ -577,10 +577,48 @@ impl<'a> ResponseRunner<'a> {
                     env: cfg.env.iter().map(|(k, v)| (k.into(), v.into())).collect(),
                     limits,
                 };
-                let r = self.run_pytest(&invocation)?;
+                // With mutants, a warm run judges them in the same request, after its own
+                // measured run (`run_warm_measuring_mutants`).
+                let started = Instant::now();
+                let files = match mutants.is_empty() {
+                    true => Vec::new(),
+                    false => mutation::mutated_files(&cfg.root, mutants)?,
+                };
+                let (r, batched) = match (&self.warm, files.is_empty()) {
+                    (Some(pool), false) => {
+                        // Each mutant's limits are bounded by the measured run's own in the
+                        // worker; here only by the candidate's.
+                        let limits = clover_sandbox::pytest::mutant_limits(
+                            &invocation.limits,
+                            invocation.limits.wall,
+                        );
+                        invocation.run_warm_measuring_mutants(
+                            self.sandbox,
+                            pool,
+                            &files,
+                            &limits,
+                        )?
+                    }
+                    _ => (self.run_pytest(&invocation)?, None),
+                };
                 if r.outcome == Outcome::Passed && !mutants.is_empty() {
-                    mutation =
-                        Some(self.run_mutants(cfg, &invocation, r.run.duration, &file, mutants)?);
+                    // The pass's time: the request's, less the candidate's own run.
+                    let batch_secs = match batched {
+                        Some(_) => started
+                            .elapsed()
+                            .saturating_sub(r.run.duration)
+                            .as_secs_f64(),
+                        None => 0.0,
+                    };
+                    let mut m = self.run_mutants(
+                        &invocation,
+                        r.run.duration,
+                        &file,
+                        (mutants, files),
+                        batched,
+                    )?;
+                    m.duration_secs += batch_secs;
+                    mutation = Some(m);
                 }
                 (r.run, r.outcome, r.tests, r.coverage, r.message)
             }
@@ -631,17 +669,18 @@ impl<'a> ResponseRunner<'a> {
     /// Runs `candidate` (as `original` ran it) once per mutant, without coverage, pytest
     /// stopping at the first failing test (`-x`): the candidate kills a mutant on which it
     /// does not pass. First in one batch of a warm worker (collected once, each mutant
-    /// patched into a fork); each mutant the batch could not judge then on its own, its file
+    /// patched into a fork), unless the measured run's own request judged them (`batched`);
+    /// each mutant the batch could not judge then on its own, its file
     /// written over its original beside the candidate in a fresh view. Each run ends within
     /// `pytest::mutant_limits` of the candidate's own (`plain`, its time), as calibrate's
     /// runs of the ground truth on the mutants did.
     fn run_mutants(
         &self,
-        cfg: &RepoConfig,
         original: &PytestRun,
         plain: std::time::Duration,
         candidate: &WriteFile,
-        mutants: &[KeptMutant],
+        (mutants, files): (&[KeptMutant], Vec<WriteFile>),
+        batched: Option<BatchVerdicts>,
     ) -> Result<Mutation, ResponseError> {
         let started = Instant::now();
         let mut env = original.env.clone();
@@ -650,25 +689,18 @@ impl<'a> ResponseRunner<'a> {
             None => env.push(("PYTEST_ADDOPTS".into(), "-x".into())),
         }
         let limits = clover_sandbox::pytest::mutant_limits(&original.limits, plain);
-        let files: Vec<WriteFile> = mutants
-            .iter()
-            .map(|m| {
-                Ok(WriteFile {
-                    path: PathBuf::from(&m.path),
-                    contents: mutation::mutated_text(&cfg.root, m)?.into_bytes(),
-                })
-            })
-            .collect::<Result<_, ResponseError>>()?;
-        // First one batch in a warm worker: the candidate collected once, each mutant patched
-        // into a fork of it. What it could not judge runs on its own, in a fresh view.
-        let batched = match &self.warm {
-            Some(pool) => PytestRun {
+        // First one batch in a warm worker (unless the measured run's request judged them):
+        // the candidate collected once, each mutant patched into a fork of it. What it could
+        // not judge runs on its own, in a fresh view.
+        let batched = match (batched, &self.warm) {
+            (Some(batched), _) => batched,
+            (None, Some(pool)) => PytestRun {
                 files: vec![candidate.clone()],
                 cov_sources: Vec::new(),
                 ..original.clone()
             }
             .run_mutants_warm(self.sandbox, pool, &files, &limits),
-            None => vec![None; mutants.len()],
+            (None, None) => vec![None; mutants.len()],
         };
         let mut verdicts = Vec::with_capacity(mutants.len());
         let mut cold = 0;

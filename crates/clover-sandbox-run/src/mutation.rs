@@ -30,7 +30,7 @@ use clover_protocol::{
     RecordError, RecordReader, Response, Task,
 };
 use clover_sandbox::gtest::{mutant_limits, GtestRun, LibraryCache, MutantHarness, Replacement};
-use clover_sandbox::Sandbox;
+use clover_sandbox::{Sandbox, WriteFile};
 use serde::Deserialize;
 
 use crate::ResponseError;
@@ -169,6 +169,23 @@ pub(crate) fn mutated_text(root: &Path, m: &KeptMutant) -> Result<String, Respon
         }
     })?;
     Ok(clover_mutate::apply(m, &source)?)
+}
+
+/// Each of `mutants`' file with the mutant in it ([`mutated_text`]), to write over its
+/// original.
+pub(crate) fn mutated_files(
+    root: &Path,
+    mutants: &[KeptMutant],
+) -> Result<Vec<WriteFile>, ResponseError> {
+    mutants
+        .iter()
+        .map(|m| {
+            Ok(WriteFile {
+                path: m.path.clone().into(),
+                contents: mutated_text(root, m)?.into_bytes(),
+            })
+        })
+        .collect()
 }
 
 /// Runs a C++ candidate that passed (`candidate`, as it ran) against each of `mutants`, whose

@@ -195,6 +195,13 @@ def _pytest_cov_reports_after_raise():
         return False
 
 
+class Discard:
+    """A stream read and not kept: a measured run's, once its answer is taken."""
+
+    def push(self, b):
+        pass
+
+
 class Batch:
     """C's side of a mutant batch: H's events, one JSON line each. When H has collected, C
     notes the view; after each mutant's run it keeps the verdict and lets H go on only if
@@ -207,6 +214,8 @@ class Batch:
         self.results = [None] * n
         self.clean = None
         self.controlled = False
+        # A measured run's: takes its answer when M has ended, and says whether it passed.
+        self.on_measured = None
         self.stopped = False
         self.buf = b""
 
@@ -227,6 +236,18 @@ class Batch:
             return self.stop()
         if not isinstance(e, dict):
             return self.stop()
+        if self.on_measured is not None and ("collected" in e or "control" in e):
+            return self.stop()
+        if "measured" in e:
+            # Once, before any mutant: the candidate's own run has ended.
+            if self.on_measured is None or self.clean is not None:
+                return self.stop()
+            if not all(isinstance(e.get(k), int) for k in ("measured", "cpu_us", "maxrss_kib")):
+                return self.stop()
+            passed = self.on_measured(e)
+            self.clean = self.zygote.fingerprint()
+            self.controlled = True
+            return self.go() if passed else self.stop()
         if e.get("collected") and self.clean is None:
             self.clean = self.zygote.fingerprint()
             return self.go()
@@ -583,7 +604,9 @@ class Zygote:
 
         loaded = {}  # co_filename -> whether it is a loaded file: one realpath per file
         for o in gc.get_objects():
-            if isinstance(o, types.FunctionType):
+            # `type`, not `isinstance`, which asks an object its `__class__`: a proxy (flask's
+            # `LocalProxy`) would run code of the package for it, measured as the run's.
+            if type(o) is types.FunctionType:
                 f = o.__code__.co_filename
                 if f not in loaded:
                     loaded[f] = os.path.realpath(f) in self.loaded
@@ -946,6 +969,45 @@ class Zygote:
             for fd in self.batch_fds:
                 os.close(fd)
             streams[ev_r] = batch
+        snapshot = {}
+        if batch is not None and req.get("measured"):
+
+            def answer_of(fd):
+                return (streams[fd] if fd in streams else captured[fd]).answer()
+
+            def measured(e):
+                """M has ended: the candidate's answer is taken now, before any mutant runs,
+                and the wall clock is the mutants' from here on."""
+                nonlocal deadline
+                if timed_out:
+                    return False
+                for fd in (out_r, err_r, ch_r):
+                    if fd in streams:
+                        os.set_blocking(fd, False)
+                        streams[fd].push(_read_available(fd))
+                        os.set_blocking(fd, True)
+                status = e["measured"]
+                snapshot.update(
+                    {
+                        "status": status,
+                        "timed_out": False,
+                        "duration_us": int((time.monotonic() - start) * 1e6),
+                        "cpu_us": e["cpu_us"],
+                        "maxrss_kib": e["maxrss_kib"],
+                        "stdout": answer_of(out_r),
+                        "stderr": answer_of(err_r),
+                        "channel": answer_of(ch_r) if ch_r is not None else None,
+                        "files": [self._collect(p, req["collect_max_bytes"]) for p in req["collect"]],
+                        "disk_full": any(self._full(p) for p in (repo, "/tmp")),
+                    }
+                )
+                for fd in (out_r, err_r, ch_r):
+                    if fd in streams:
+                        streams[fd] = Discard()
+                deadline = time.monotonic() + len(req["mutants"]) * req["mutant_wall_ms"] / 1000.0
+                return os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0 and not e.get("left")
+
+            batch.on_measured = measured
         poller = select.poll()
         for fd in streams:
             poller.register(fd, select.POLLIN)
@@ -976,6 +1038,10 @@ class Zygote:
                     os.close(fd)
                     captured[fd] = streams.pop(fd)
         duration = time.monotonic() - start
+        if snapshot:
+            _write_frame(answer_fd, dict(snapshot, batch=batch.results))
+            os.close(answer_fd)
+            return 0
         answer = {
             "status": status,
             "timed_out": timed_out,
@@ -985,7 +1051,7 @@ class Zygote:
             "stdout": captured[out_r].answer(),
             "stderr": captured[err_r].answer(),
             "channel": captured[ch_r].answer() if ch_r is not None else None,
-            "batch": batch.results if batch is not None else None,
+            "batch": batch.results if batch is not None and not req.get("measured") else None,
             "files": [self._collect(p, req["collect_max_bytes"]) for p in req["collect"]],
             "disk_full": any(self._full(p) for p in (repo, "/tmp")),
         }
@@ -1175,6 +1241,8 @@ class Zygote:
             import _clover_report
 
             _clover_report.take_channel()
+        if req.get("measured"):
+            return self.run_measured(req)
         if req.get("mutants"):
             return self.run_mutants(req)
         return self.run_pytest(req)
@@ -1214,16 +1282,158 @@ class Zygote:
         the collection left it; a mutant that cannot be patched, or that comes after a run that
         changed the view or left a process behind, gets no verdict here (the host runs it in
         a fresh view of its own). A mutant is killed when its run does not pass."""
-        events, control = self.batch_fds
         config, session = self.config, self.session
-        mutants = req["mutants"]
-
-        def tell(obj):
-            self._write_all(events, (json.dumps(obj) + "\n").encode())
-
         if config is None or self.ran is None:
             return 0
         config.args = list(req["targets"])
+        self.mutant_options()
+        sys.setprofile(self.call_noter())
+        try:
+            config.hook.pytest_collection(session=session)
+        except BaseException:
+            return 0
+        finally:
+            sys.setprofile(None)
+        if session.testsfailed or not session.items:
+            return 0
+        report = self.ready_for_mutants()
+        self.tell({"collected": True})
+        if not self.told_go():
+            return 0
+        wall = req["mutant_wall_ms"] / 1000.0
+        cpu = req["mutant_cpu_secs"]
+        # The control run: the candidate as collected, unmutated, must pass here as it did on
+        # its own (else whatever this batch does differently, nothing it says counts).
+        started = time.monotonic()
+        status, timed_out, cpu_used, outcome, left = self.fork_run(report, [], wall, cpu)
+        # A mutant's run ends within three times the control run's and 1 s more (as
+        # `pytest::mutant_limits` bounds a run of its own by the candidate's whole run), and
+        # within three times its CPU time and 0.25 s more: a mutant that loops forever (a
+        # loop's condition turned around) spends its CPU time at once, and is stopped in a
+        # quarter of a second rather than a second, whatever else the machine runs; a run that
+        # waits spends none, and the wall clock stops it.
+        wall = min(wall, 3 * (time.monotonic() - started) + 1.0)
+        ok = not timed_out and os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+        self.tell({"control": bool(ok and outcome.get("ok")), "left": left})
+        if left or not ok or not outcome.get("ok") or not self.told_go():
+            return 0
+        self.judge_mutants(req["mutants"], report, wall, cpu, 3 * cpu_used + 0.25)
+        return 0
+
+    def run_measured(self, req):
+        """H of a measured run with mutants: the candidate's own run, measured, as
+        `run_pytest` makes it, and then, if it passed, its mutants judged as a batch judges
+        them, from the same collection. H collects (noting what runs, as a batch's collection
+        does) and forks M, which runs the tests and ends the session as H would have: M's run
+        is the candidate's. C takes its answer when M has ended (`measured`), before any mutant
+        runs; then each mutant is patched into a fork of H, unmeasured, M's run being the
+        control run. A collection that failed, or that left a thread M would not have, makes
+        H run the candidate itself, as a plain run does, and judge no mutant."""
+        if self.config is None or self.ran is None:
+            return self.run_pytest(req)
+        self.config.args = list(req["targets"])
+        sys.setprofile(self.call_noter())
+        try:
+            return self.run_session(collect=True, collected=lambda: self.fork_measured(req))
+        finally:
+            sys.setprofile(None)
+
+    def fork_measured(self, req):
+        """Right after the collection of a measured run: returns in M (the run goes on as
+        it would in H), and in H judges the mutants and ends."""
+        import threading
+
+        sys.setprofile(None)
+        session = self.session
+        if session.testsfailed or not session.items or threading.active_count() != 1:
+            return
+        try:
+            used = resource.getrusage(resource.RUSAGE_SELF)
+            started = time.monotonic()
+            pid = os.fork()
+        except Exception:
+            return
+        if pid == 0:
+            for fd in self.batch_fds:
+                os.close(fd)
+            self.batch_fds = None
+            # What H was to its run: the leader of a session of its own, its CPU time (the
+            # collection's included) within the run's limit.
+            os.setsid()
+            soft, hard = resource.getrlimit(resource.RLIMIT_CPU)
+            if soft != resource.RLIM_INFINITY:
+                v = max(1, soft - int(used.ru_utime + used.ru_stime))
+                resource.setrlimit(resource.RLIMIT_CPU, (v, v))
+            return
+        code = 0
+        try:
+            self.after_measured(req, pid, started)
+        except BaseException:
+            code = 3
+        os._exit(code)
+
+    def after_measured(self, req, pid, started):
+        _, status, usage = os.wait4(pid, 0)
+        measured_wall = time.monotonic() - started
+        own = resource.getrusage(resource.RUSAGE_SELF)
+        left = self.left_behind()
+        self.tell(
+            {
+                "measured": status,
+                "cpu_us": int((own.ru_utime + own.ru_stime + usage.ru_utime + usage.ru_stime) * 1e6),
+                "maxrss_kib": max(own.ru_maxrss, usage.ru_maxrss),
+                "left": left,
+            }
+        )
+        if left or not self.told_go():
+            return
+        # Nothing is measured from here on: coverage stops without a report, and the
+        # session record went to the host with M's run.
+        if self.cov is not None:
+            self.cov.stop()
+        self.cov = None
+        self.coverage_out = None
+        record = sys.modules.get("_clover_report")
+        if getattr(record, "_channel", None) is not None:
+            os.close(record._channel)
+            record._channel = None
+        self.mutant_options()
+        report = self.ready_for_mutants()
+        # Within `pytest::mutant_limits` of M's run, and M's CPU time as a control run's.
+        wall = min(req["mutant_wall_ms"] / 1000.0, 3 * measured_wall + 1.0)
+        cpu = min(req["mutant_cpu_secs"], max(1, int(wall)) * 2)
+        cpu_budget = 3 * (usage.ru_utime + usage.ru_stime) + 0.25
+        self.judge_mutants(req["mutants"], report, wall, cpu, cpu_budget)
+
+    def tell(self, obj):
+        """An event of a mutant batch, to C."""
+        self._write_all(self.batch_fds[0], (json.dumps(obj) + "\n").encode())
+
+    def told_go(self):
+        """C's answer to the last event: go on."""
+        return os.read(self.batch_fds[1], 1) == b"1"
+
+    def call_noter(self):
+        """A profile hook that adds each function of the repository that is called to the
+        functions that ran (`self.ran`)."""
+        ran = self.ran
+        root = os.path.join(os.path.realpath(self.repo), "")
+        repo = os.path.join(self.repo, "")
+
+        def profile(frame, event, arg):
+            if event == "call" and frame.f_code.co_filename.startswith((repo, root)):
+                ran.add(_code_key(frame.f_code))
+
+        return profile
+
+    @staticmethod
+    def left_behind():
+        """Whether a process other than pid 1 and this one is alive in the namespace."""
+        return any(p.isdigit() and int(p) not in (1, os.getpid()) for p in os.listdir("/proc"))
+
+    def mutant_options(self):
+        """The options of a mutant's run: it stops at its first failing test (-x)."""
+        config = self.config
         config.option.maxfail = 1
         # A mutant's failure is not read but by its test's name: its traceback is formatted
         # the cheap way (pytest's `--tb=native`), not with source and context.
@@ -1235,23 +1445,14 @@ class Zygote:
         xml = config.stash.get(xml_key, None)
         if xml is not None:
             xml.logfile = os.devnull
-        ran = self.ran
-        root = os.path.join(os.path.realpath(self.repo), "")
-        repo = os.path.join(self.repo, "")
 
-        def profile(frame, event, arg):
-            if event == "call" and frame.f_code.co_filename.startswith((repo, root)):
-                ran.add(_code_key(frame.f_code))
+    def ready_for_mutants(self):
+        """After a collection the mutants' forks share: what each fork's run would report
+        (a dict its `Failures` plugin fills), the loaded files and their live functions
+        noted, the heap frozen."""
+        from _pytest.junitxml import bin_xml_escape, mangle_test_address, xml_key
 
-        sys.setprofile(profile)
-        try:
-            config.hook.pytest_collection(session=session)
-        except BaseException:
-            return 0
-        finally:
-            sys.setprofile(None)
-        if session.testsfailed or not session.items:
-            return 0
+        config = self.config
         # The files loaded now, and their live functions: the zygote's, and those the
         # collection made.
         self.note_loaded()
@@ -1259,10 +1460,10 @@ class Zygote:
         # What a mutant's run's JUnit report would say: the tests that failed (in setup, call
         # or teardown), named as it names them (calibrate keeps them as the mutant's
         # killers), and whether some test passed (one that only skips checked nothing).
-        from _pytest.junitxml import bin_xml_escape, mangle_test_address
-
+        xml = config.stash.get(xml_key, None)
         prefix = [xml.prefix] if xml is not None and getattr(xml, "prefix", None) else []
-        failed, passed, bad = [], set(), set()
+        report = {"failed": [], "passed": set(), "bad": set()}
+        failed, passed, bad = report["failed"], report["passed"], report["bad"]
 
         class Failures:
             @staticmethod
@@ -1285,81 +1486,64 @@ class Zygote:
         # collects garbage several times as a session ends) look only at what each made.
         gc.collect()
         gc.freeze()
-        tell({"collected": True})
-        if os.read(control, 1) != b"1":
-            return 0
-        wall = req["mutant_wall_ms"] / 1000.0
-        cpu = req["mutant_cpu_secs"]
+        return report
 
-        def fork_run(patches, cpu_budget=None, lazy=None):
-            """One run of the collected candidate in a fork, `patches` applied (or `lazy`, a
-            path not imported yet and its text, imported from that text when the run imports
-            it), within `wall` seconds and, when given, `cpu_budget` seconds of its CPU time:
-            its status, whether it ran out of time, its CPU time, what its report would say,
-            and whether it left a process behind."""
-            names_r, names_w = os.pipe()
-            pid = os.fork()
-            if pid == 0:
+    def fork_run(self, report, patches, wall, cpu, cpu_budget=None, lazy=None):
+        """One run of the collected candidate in a fork, `patches` applied (or `lazy`, a
+        path not imported yet and its text, imported from that text when the run imports
+        it), within `wall` seconds, `cpu` seconds of CPU time (its limit) and, when given,
+        `cpu_budget` seconds of its CPU time (a budget, every thread's): its status, whether
+        it ran out of time, its CPU time, what its report would say (`ready_for_mutants`),
+        and whether it left a process behind."""
+        names_r, names_w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
 
-                def run():
-                    for fd in (events, control, names_r):
-                        os.close(fd)
-                    hard = resource.getrlimit(resource.RLIMIT_CPU)[1]
-                    v = cpu if hard == resource.RLIM_INFINITY else min(cpu, hard)
-                    resource.setrlimit(resource.RLIMIT_CPU, (v, v))
-                    if cpu_budget is not None:
-                        # SIGPROF ends the run when its CPU time (every thread's) is spent.
-                        signal.signal(signal.SIGPROF, signal.SIG_DFL)
-                        signal.setitimer(signal.ITIMER_PROF, cpu_budget)
-                    for fn, code_object in patches:
-                        fn.__code__ = code_object
-                    if lazy is not None:
+            def run():
+                for fd in self.batch_fds + (names_r,):
+                    os.close(fd)
+                hard = resource.getrlimit(resource.RLIMIT_CPU)[1]
+                v = cpu if hard == resource.RLIM_INFINITY else min(cpu, hard)
+                resource.setrlimit(resource.RLIMIT_CPU, (v, v))
+                if cpu_budget is not None:
+                    # SIGPROF ends the run when its CPU time (every thread's) is spent.
+                    signal.signal(signal.SIGPROF, signal.SIG_DFL)
+                    signal.setitimer(signal.ITIMER_PROF, cpu_budget)
+                for fn, code_object in patches:
+                    fn.__code__ = code_object
+                if lazy is not None:
 
-                        def unjudged():
-                            self._write_all(names_w, b'{"unjudged": true}')
-                            os._exit(UNJUDGED)
+                    def unjudged():
+                        self._write_all(names_w, b'{"unjudged": true}')
+                        os._exit(UNJUDGED)
 
-                        sys.meta_path.insert(0, _MutantFinder(lazy[0], lazy[1], unjudged))
-                    code = self.run_session(collect=False)
-                    # Past the session's end, as a cold run's report is written then.
-                    report = {"failed": failed, "ok": bool(passed - bad)}
-                    self._write_all(names_w, json.dumps(report).encode())
-                    return code
+                    sys.meta_path.insert(0, _MutantFinder(lazy[0], lazy[1], unjudged))
+                code = self.run_session(collect=False)
+                # Past the session's end, as a cold run's report is written then.
+                out = {"failed": report["failed"], "ok": bool(report["passed"] - report["bad"])}
+                self._write_all(names_w, json.dumps(out).encode())
+                return code
 
-                self.run_and_exit(run)
-            os.close(names_w)
-            status, timed_out, cpu_used = self._wait(pid, wall)
-            if os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGPROF:
-                timed_out = True
-            # What the child wrote before it ended; a process it left may hold the pipe open.
-            os.set_blocking(names_r, False)
-            data = _read_available(names_r)
-            os.close(names_r)
-            try:
-                report = json.loads(data) if data and os.WIFEXITED(status) else {}
-            except ValueError:
-                report = {}
-            if not isinstance(report, dict):
-                report = {}
-            left = [p for p in os.listdir("/proc") if p.isdigit() and int(p) not in (1, os.getpid())]
-            return status, timed_out, cpu_used, report, bool(left)
+            self.run_and_exit(run)
+        os.close(names_w)
+        status, timed_out, cpu_used = self._wait(pid, wall)
+        if os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGPROF:
+            timed_out = True
+        # What the child wrote before it ended; a process it left may hold the pipe open.
+        os.set_blocking(names_r, False)
+        data = _read_available(names_r)
+        os.close(names_r)
+        try:
+            out = json.loads(data) if data and os.WIFEXITED(status) else {}
+        except ValueError:
+            out = {}
+        if not isinstance(out, dict):
+            out = {}
+        return status, timed_out, cpu_used, out, self.left_behind()
 
-        # The control run: the candidate as collected, unmutated, must pass here as it did on
-        # its own (else whatever this batch does differently, nothing it says counts).
-        started = time.monotonic()
-        status, timed_out, cpu_used, report, left = fork_run([])
-        # A mutant's run ends within three times the control run's and 1 s more (as
-        # `pytest::mutant_limits` bounds a run of its own by the candidate's whole run), and
-        # within three times its CPU time and 0.25 s more: a mutant that loops forever (a
-        # loop's condition turned around) spends its CPU time at once, and is stopped in a
-        # quarter of a second rather than a second, whatever else the machine runs; a run that
-        # waits spends none, and the wall clock stops it.
-        wall = min(wall, 3 * (time.monotonic() - started) + 1.0)
-        cpu_budget = 3 * cpu_used + 0.25
-        ok = not timed_out and os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
-        tell({"control": bool(ok and report.get("ok")), "left": left})
-        if left or not ok or not report.get("ok") or os.read(control, 1) != b"1":
-            return 0
+    def judge_mutants(self, mutants, report, wall, cpu, cpu_budget):
+        """Runs each of `mutants` in a fork (`fork_run`) and tells C its verdict, while C
+        says go on."""
         for i, m in enumerate(mutants):
             path = os.path.realpath(os.path.join(self.repo, m["path"]))
             data = m["data"].encode("latin-1")
@@ -1373,21 +1557,22 @@ class Zygote:
                 # A module not imported yet is imported from the mutant's text, if the run
                 # imports it, as a cold run imports the file the mutant replaced.
                 lazy = (path, data)
-            status, timed_out, _, report, left = fork_run(patches, cpu_budget, lazy)
-            tell(
+            status, timed_out, _, out, left = self.fork_run(
+                report, patches, wall, cpu, cpu_budget, lazy
+            )
+            self.tell(
                 {
                     "mutant": i,
                     "status": status,
                     "timed_out": timed_out,
-                    "failed": report.get("failed", []),
-                    "ok": bool(report.get("ok")),
+                    "failed": out.get("failed", []),
+                    "ok": bool(out.get("ok")),
                     "left": left,
-                    "unjudged": bool(report.get("unjudged")),
+                    "unjudged": bool(out.get("unjudged")),
                 }
             )
-            if left or os.read(control, 1) != b"1":
+            if left or not self.told_go():
                 break
-        return 0
 
     @staticmethod
     def _wait(pid, wall):
@@ -1411,9 +1596,10 @@ class Zygote:
         config.args = list(req["targets"])
         return self.run_session(collect=True)
 
-    def run_session(self, collect):
+    def run_session(self, collect, collected=None):
         """What pytest's main does from collection (unless `collect` is false: it was done
-        before this fork) to the session's end; the exit status."""
+        before this fork) to the session's end; the exit status. `collected` is called when
+        the collection did not raise (`fork_measured`)."""
         from _pytest import outcomes
         from _pytest.config import ExitCode, UsageError
 
@@ -1424,6 +1610,8 @@ class Zygote:
             try:
                 if collect:
                     config.hook.pytest_collection(session=session)
+                if collected is not None:
+                    collected()
                 config.hook.pytest_runtestloop(session=session)
                 looped = True
                 if session.testsfailed:

@@ -116,4 +116,4 @@ pub use spec::{
     ChannelBytes, Collected, CollectedFile, ExitStatus, LimitBackend, Limits, RepoView, RunOutput,
     RunSpec, WriteFile, REPORT_CHANNEL_ENV, REPORT_CHANNEL_FD, REPORT_CHANNEL_MAX_BYTES,
 };
-pub use worker::{BatchVerdict, ColdReason, WarmPool, WarmRun};
+pub use worker::{BatchVerdict, BatchVerdicts, ColdReason, WarmPool, WarmRun};

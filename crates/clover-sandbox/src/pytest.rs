@@ -12,7 +12,7 @@ use crate::report::{parse_cobertura, parse_junit};
 use crate::spec::{
     ChannelBytes, Collected, CollectedFile, ExitStatus, Limits, RunOutput, RunSpec, WriteFile,
 };
-use crate::worker::{BatchVerdict, ColdReason, WarmRun};
+use crate::worker::{BatchVerdicts, ColdReason, WarmRun};
 use crate::{Sandbox, SandboxError, WarmPool};
 
 /// Where reports go, relative to the repository; the sandbox user may write there.
@@ -227,8 +227,34 @@ impl PytestRun {
         sandbox: &Sandbox,
         pool: &WarmPool,
     ) -> Result<PytestResult, SandboxError> {
+        Ok(self.run_warm_then_mutants(sandbox, pool, &[], None)?.0)
+    }
+
+    /// Runs as [`PytestRun::run_warm`] does and then, when the candidate passed (status 0),
+    /// against each of `mutants` in the same worker request ([`WarmPool::run_measured`]):
+    /// collected once, the measured run and each mutant's in a fork, each mutant's within
+    /// `limits` (and three times the measured run's time). The result is the one
+    /// `run_warm` gives; the verdicts are as [`PytestRun::run_mutants_warm`]'s, or `None`
+    /// where no batch ran (the worker could not serve the run so, or ran it without one).
+    pub fn run_warm_measuring_mutants(
+        &self,
+        sandbox: &Sandbox,
+        pool: &WarmPool,
+        mutants: &[WriteFile],
+        limits: &Limits,
+    ) -> Result<(PytestResult, Option<BatchVerdicts>), SandboxError> {
+        self.run_warm_then_mutants(sandbox, pool, mutants, Some(limits))
+    }
+
+    fn run_warm_then_mutants(
+        &self,
+        sandbox: &Sandbox,
+        pool: &WarmPool,
+        mutants: &[WriteFile],
+        limits: Option<&Limits>,
+    ) -> Result<(PytestResult, Option<BatchVerdicts>), SandboxError> {
         if self.cov_contexts {
-            return self.run(sandbox);
+            return Ok((self.run(sandbox)?, None));
         }
         let [junit, _, cov_out] = reports();
         let collect: Vec<PathBuf> = vec![junit.into(), cov_out.clone().into()];
@@ -247,15 +273,22 @@ impl PytestRun {
             writable: &writable,
             collect: &collect,
             late: false,
-            mutants: &[],
+            mutants,
         };
+        if let (Some(limits), false) = (limits, mutants.is_empty()) {
+            // What the measured request cannot serve runs as a plain run alone.
+            if let Ok((out, verdicts)) = pool.run_measured(sandbox, &run, limits) {
+                return Ok((self.verdict(out, CoverageReport::Lines), verdicts));
+            }
+            run.mutants = &[];
+        }
         let mut warm = pool.run_pytest(sandbox, &run);
         if matches!(warm, Err(ColdReason::Replaces(_))) {
             run.late = true;
             warm = pool.run_pytest(sandbox, &run);
         }
         match warm {
-            Ok(run) => Ok(self.verdict(run, CoverageReport::Lines)),
+            Ok(run) => Ok((self.verdict(run, CoverageReport::Lines), None)),
             Err(why) => {
                 let mut r = self.run(sandbox)?;
                 let note = format!("ran cold: {why}");
@@ -263,7 +296,7 @@ impl PytestRun {
                     Some(m) => format!("{m} ({note})"),
                     None => note,
                 });
-                Ok(r)
+                Ok((r, None))
             }
         }
     }
@@ -280,7 +313,7 @@ impl PytestRun {
         pool: &WarmPool,
         mutants: &[WriteFile],
         limits: &Limits,
-    ) -> Vec<Option<BatchVerdict>> {
+    ) -> BatchVerdicts {
         let none = || vec![None; mutants.len()];
         if self.cov_contexts || mutants.is_empty() {
             return none();

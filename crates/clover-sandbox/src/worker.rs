@@ -126,6 +126,10 @@ pub struct WarmRun<'a> {
     pub mutants: &'a [WriteFile],
 }
 
+/// Each mutant's verdict in a batch, in the batch's order; `None` where the batch did not
+/// judge it (it needs a run of its own).
+pub type BatchVerdicts = Vec<Option<BatchVerdict>>;
+
 /// A mutant's run in a batch ([`WarmPool::run_mutants`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BatchVerdict {
@@ -213,6 +217,8 @@ struct Request<'a> {
     mutants: &'a [WriteFile],
     /// The limits of each mutant's run of a batch.
     mutant_limits: Option<&'a Limits>,
+    /// The batch follows the candidate's own run, measured ([`WarmPool::run_measured`]).
+    measured: bool,
 }
 
 impl WarmPool {
@@ -227,7 +233,27 @@ impl WarmPool {
         sandbox: &Sandbox,
         run: &WarmRun<'_>,
     ) -> Result<RunOutput, ColdReason> {
-        self.run(sandbox, run, None).map(|(out, _)| out)
+        self.run(sandbox, run, None, false).map(|(out, _)| out)
+    }
+
+    /// Runs `run` as [`WarmPool::run_pytest`] does, and then, if it passed (its status 0),
+    /// its candidate against each of `run.mutants` as [`WarmPool::run_mutants`] does, from
+    /// the same collection: the measured run is a fork of the process that collected (the
+    /// batch's control run), each mutant's another, within `limits` and three times the
+    /// measured run's time and CPU time, as a batch's are within its control run's. The
+    /// run's output is taken when its own run has ended, before any mutant runs. The
+    /// verdicts are `None` when the worker ran the candidate without a batch (its
+    /// collection failed, or left a thread running, which a fork would not have): the
+    /// output is then the plain run's all the same.
+    pub fn run_measured(
+        &self,
+        sandbox: &Sandbox,
+        run: &WarmRun<'_>,
+        limits: &Limits,
+    ) -> Result<(RunOutput, Option<BatchVerdicts>), ColdReason> {
+        let (out, batch) = self.run(sandbox, run, Some(limits), true)?;
+        let verdicts = (!batch.is_null()).then(|| batch_verdicts(&batch, run.mutants.len()));
+        Ok((out, verdicts))
     }
 
     /// Runs `run`'s candidate against each of `run.mutants` in one request: the candidate is
@@ -241,30 +267,9 @@ impl WarmPool {
         sandbox: &Sandbox,
         run: &WarmRun<'_>,
         limits: &Limits,
-    ) -> Result<Vec<Option<BatchVerdict>>, ColdReason> {
-        let (_, batch) = self.run(sandbox, run, Some(limits))?;
-        let verdicts = batch.as_array().map(Vec::as_slice).unwrap_or_default();
-        Ok((0..run.mutants.len())
-            .map(|i| {
-                let v = verdicts.get(i)?;
-                let status = v.get("status")?.as_i64()? as i32;
-                let timed_out = v["timed_out"].as_bool().unwrap_or(true);
-                let exited_ok = libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0;
-                Some(BatchVerdict {
-                    // As a cold run's judge: status 0 and some test that passed.
-                    passed: !timed_out && exited_ok && v["ok"].as_bool().unwrap_or(false),
-                    failed: v["failed"]
-                        .as_array()
-                        .map(Vec::as_slice)
-                        .unwrap_or_default()
-                        .iter()
-                        .filter_map(|f| {
-                            Some((f.get(0)?.as_str()?.into(), f.get(1)?.as_str()?.into()))
-                        })
-                        .collect(),
-                })
-            })
-            .collect())
+    ) -> Result<BatchVerdicts, ColdReason> {
+        let (_, batch) = self.run(sandbox, run, Some(limits), false)?;
+        Ok(batch_verdicts(&batch, run.mutants.len()))
     }
 
     fn run(
@@ -272,6 +277,7 @@ impl WarmPool {
         sandbox: &Sandbox,
         run: &WarmRun<'_>,
         mutant_limits: Option<&Limits>,
+        measured: bool,
     ) -> Result<(RunOutput, Value), ColdReason> {
         let base = run.base;
         let limits = &base.limits;
@@ -315,12 +321,15 @@ impl WarmPool {
                 }));
         // A batch's worker imports the packages of the mutated files before it forks (it
         // measures nothing): each batch's collection then finds them loaded. One worker serves
-        // every batch of a package.
-        let mut preload: Vec<PathBuf> = run
-            .mutants
-            .iter()
-            .map(|f| top_package(&base.repo, &f.path))
-            .collect();
+        // every batch of a package. A measured run's imports them as its cold run does.
+        let mut preload: Vec<PathBuf> = match measured {
+            true => Vec::new(),
+            false => run
+                .mutants
+                .iter()
+                .map(|f| top_package(&base.repo, &f.path))
+                .collect(),
+        };
         preload.sort();
         preload.dedup();
         let key = WorkerKey {
@@ -409,9 +418,10 @@ impl WarmPool {
             dirs: &key.dirs,
             setup_known: false,
             limits,
-            report_channel: base.report_channel && run.mutants.is_empty(),
+            report_channel: base.report_channel && (run.mutants.is_empty() || measured),
             mutants: run.mutants,
             mutant_limits,
+            measured,
         };
         self.serve(sandbox, &key, spec, &req)
     }
@@ -535,6 +545,30 @@ impl WorkerKey {
 
 /// Whether an import could execute the file: Python source or bytecode, an extension
 /// module, a `.pth` file.
+/// Each of `n` mutants' verdict in a batch's answer (`None`: not judged there).
+fn batch_verdicts(batch: &Value, n: usize) -> BatchVerdicts {
+    let verdicts = batch.as_array().map(Vec::as_slice).unwrap_or_default();
+    (0..n)
+        .map(|i| {
+            let v = verdicts.get(i)?;
+            let status = v.get("status")?.as_i64()? as i32;
+            let timed_out = v["timed_out"].as_bool().unwrap_or(true);
+            let exited_ok = libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0;
+            Some(BatchVerdict {
+                // As a cold run's judge: status 0 and some test that passed.
+                passed: !timed_out && exited_ok && v["ok"].as_bool().unwrap_or(false),
+                failed: v["failed"]
+                    .as_array()
+                    .map(Vec::as_slice)
+                    .unwrap_or_default()
+                    .iter()
+                    .filter_map(|f| Some((f.get(0)?.as_str()?.into(), f.get(1)?.as_str()?.into())))
+                    .collect(),
+            })
+        })
+        .collect()
+}
+
 fn may_hold_code(path: &Path) -> bool {
     path.extension()
         .and_then(|e| e.to_str())
@@ -614,10 +648,16 @@ impl Worker {
                 .collect();
             body["mutant_wall_ms"] = json!(m.wall.as_millis() as u64);
             body["mutant_cpu_secs"] = json!(m.cpu_secs);
+            body["measured"] = json!(req.measured);
         }
+        // A measured run's mutants run after it, each within its own wall clock.
+        let mutants_wall = match req.mutant_limits {
+            Some(m) if req.measured => m.wall * req.mutants.len() as u32,
+            _ => Duration::ZERO,
+        };
         let before = self.process.cgroup.stats();
         self.write_frame(&body).map_err(|_| ColdReason::Died)?;
-        let mut answer = self.read_frame(l.wall + ANSWER_SLACK)?;
+        let mut answer = self.read_frame(l.wall + mutants_wall + ANSWER_SLACK)?;
         if let Some(fatal) = answer.get("fatal").and_then(Value::as_str) {
             return Err(ColdReason::Refused(last_line(fatal)));
         }

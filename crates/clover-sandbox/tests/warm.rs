@@ -475,6 +475,65 @@ fn a_changed_body_is_patched_into_the_fork_and_code_that_ran_at_import_is_not() 
 /// judges it (killed, or survived when equivalent), whether its module was imported by the
 /// conftest before the fork or by the candidate's collection; a mutant of a module nothing
 /// has imported yet is imported from the mutant's text when the run imports it. The batch
+/// A repository for mutant batches: `pkg` (`files` besides its `__init__.py`), importable
+/// from the root, which a conftest imports `pkg.m` of.
+fn batch_repo(files: &[(&str, &str)]) -> tempfile::TempDir {
+    let repo = tempfile::tempdir().unwrap();
+    let mut tree = vec![
+        ("pytest.ini", "[pytest]\npythonpath = .\n"),
+        ("pkg/__init__.py", ""),
+        ("tests/conftest.py", "import pkg.m  # noqa: F401\n"),
+    ];
+    tree.extend_from_slice(files);
+    write_tree(repo.path(), &tree);
+    repo
+}
+
+fn text_file(path: &str, text: String) -> WriteFile {
+    WriteFile {
+        path: path.into(),
+        contents: text.into_bytes(),
+    }
+}
+
+/// The candidate `tests/test_c.py` (`test`) of a [`batch_repo`], measuring `cov_sources`.
+fn batch_candidate(
+    py: &std::path::Path,
+    repo: &std::path::Path,
+    test: &str,
+    cov_sources: &[&str],
+) -> PytestRun {
+    PytestRun {
+        repo: repo.to_path_buf(),
+        python: py.to_path_buf(),
+        targets: vec!["tests/test_c.py".into()],
+        files: vec![text_file("tests/test_c.py", test.to_string())],
+        cov_sources: cov_sources.iter().map(|s| s.to_string()).collect(),
+        cov_contexts: false,
+        env: vec![],
+        limits: Limits {
+            wall: Duration::from_secs(60),
+            ..Limits::default()
+        },
+    }
+}
+
+/// The limits of a mutant's run in the batch tests.
+fn mutant_limits() -> Limits {
+    Limits {
+        wall: Duration::from_secs(20),
+        ..Limits::default()
+    }
+}
+
+/// Whether each mutant's run passed, where the batch judged it.
+fn passed(verdicts: &[Option<clover_sandbox::BatchVerdict>]) -> Vec<Option<bool>> {
+    verdicts
+        .iter()
+        .map(|v| v.as_ref().map(|v| v.passed))
+        .collect()
+}
+
 /// leaves to a run of its own a mutant of a function that ran while collecting (a
 /// parametrize argument) or at import, one of a module not yet imported that pytest would
 /// rewrite (a `test_*.py` helper), and every mutant after a run that changed the view (a
@@ -486,32 +545,18 @@ fn a_mutant_batch_judges_what_a_fork_can_be_given_as_cold_runs_do() {
         return;
     };
     let Some(sb) = sandbox() else { return };
-    let repo = tempfile::tempdir().unwrap();
     let m = "def f():\n    return 1\n\n\ndef g():\n    return 'g'\n\n\nTABLE = [g()]\n";
     let c = "def h():\n    return 3\n\n\ndef k():\n    return 5\n";
     let lazy = "def z():\n    return 9\n";
     let helper = "def w():\n    return 7\n";
-    write_tree(
-        repo.path(),
-        &[
-            ("pytest.ini", "[pytest]\npythonpath = .\n"),
-            ("pkg/__init__.py", ""),
-            ("pkg/m.py", m),
-            ("pkg/c.py", c),
-            ("pkg/lazy.py", lazy),
-            ("tests/test_lazy_helper.py", helper),
-            ("tests/conftest.py", "import pkg.m  # noqa: F401\n"),
-        ],
-    );
+    let repo = batch_repo(&[
+        ("pkg/m.py", m),
+        ("pkg/c.py", c),
+        ("pkg/lazy.py", lazy),
+        ("tests/test_lazy_helper.py", helper),
+    ]);
     let test = "import pytest\n\nimport pkg.c\nimport pkg.m\n\n\n@pytest.mark.parametrize(\"x\", [pkg.c.k()])\ndef test_all(x):\n    assert pkg.m.f() == 1\n    assert pkg.c.h() == 3\n    assert x == 5\n    from pkg import lazy\n\n    assert lazy.z() == 9\n    import test_lazy_helper\n\n    assert test_lazy_helper.w() == 7\n";
-    let candidate = WriteFile {
-        path: "tests/test_c.py".into(),
-        contents: test.as_bytes().to_vec(),
-    };
-    let file = |path: &str, text: String| WriteFile {
-        path: path.into(),
-        contents: text.into_bytes(),
-    };
+    let file = text_file;
     let mutants = vec![
         file("pkg/m.py", m.replace("return 1", "return 2")),
         file("pkg/m.py", m.replace("return 1", "return 1 + 0")),
@@ -537,29 +582,12 @@ fn a_mutant_batch_judges_what_a_fork_can_be_given_as_cold_runs_do() {
         ),
         file("pkg/m.py", m.replace("return 1", "return 2")),
     ];
-    let run = PytestRun {
-        repo: repo.path().to_path_buf(),
-        python: py.clone(),
-        targets: vec!["tests/test_c.py".into()],
-        files: vec![candidate.clone()],
-        cov_sources: vec![],
-        cov_contexts: false,
-        env: vec![],
-        limits: Limits {
-            wall: Duration::from_secs(60),
-            ..Limits::default()
-        },
-    };
-    let limits = Limits {
-        wall: Duration::from_secs(20),
-        ..Limits::default()
-    };
+    let run = batch_candidate(&py, repo.path(), test, &[]);
+    let candidate = run.files[0].clone();
+    let limits = mutant_limits();
     let pool = WarmPool::new();
     let verdicts = run.run_mutants_warm(&sb, &pool, &mutants, &limits);
-    let batched: Vec<Option<bool>> = verdicts
-        .iter()
-        .map(|v| v.as_ref().map(|v| v.passed))
-        .collect();
+    let batched = passed(&verdicts);
     assert_eq!(
         batched,
         [
@@ -587,13 +615,7 @@ fn a_mutant_batch_judges_what_a_fork_can_be_given_as_cold_runs_do() {
     assert_eq!(verdicts[8].as_ref().map(|v| v.failed.len()), Some(0));
     // A candidate that does not pass unmutated in the batch's own control run gets no
     // verdict from it.
-    let failing = PytestRun {
-        files: vec![WriteFile {
-            path: "tests/test_c.py".into(),
-            contents: test.replace("== 1", "== 0").into_bytes(),
-        }],
-        ..run.clone()
-    };
+    let failing = batch_candidate(&py, repo.path(), &test.replace("== 1", "== 0"), &[]);
     assert!(failing
         .run_mutants_warm(&sb, &pool, &mutants, &limits)
         .iter()
@@ -615,6 +637,79 @@ fn a_mutant_batch_judges_what_a_fork_can_be_given_as_cold_runs_do() {
             mutant.path
         );
     }
+}
+
+/// A candidate's measured run and its mutants in one request (`run_warm_measuring_mutants`,
+/// what `clover sandbox-run --mutation` does warm): the candidate's result is its plain warm
+/// run's and its cold run's (tests, coverage — the worker that notes what runs must not run
+/// a proxy's code while it looks for functions —, and none of the mutants' output), and the
+/// verdicts are those of a batch of their own. A candidate that fails judges no mutant; one
+/// whose collection leaves a thread running (a fork would not have it) runs as a plain run
+/// and leaves the mutants to a batch.
+#[test]
+fn a_measured_run_judges_its_mutants_in_the_same_request() {
+    let Some(py) = clover_testkit::python() else {
+        return;
+    };
+    let Some(sb) = sandbox() else { return };
+    let m = "class Proxy:\n    @property\n    def __class__(self):\n        return type(None)\n\n\nP = Proxy()\n\n\ndef f():\n    return 1\n\n\ndef g():\n    return 'g'\n\n\nTABLE = [g()]\n";
+    let lazy = "def z():\n    return 9\n";
+    let repo = batch_repo(&[("pkg/m.py", m), ("pkg/lazy.py", lazy)]);
+    let test = "import pkg.m\n\n\ndef test_all():\n    print('the candidate speaks')\n    assert pkg.m.f() == 1\n    from pkg import lazy\n\n    assert lazy.z() == 9\n";
+    let file = text_file;
+    let mutants = vec![
+        file("pkg/m.py", m.replace("return 1", "return 2")),
+        file("pkg/m.py", m.replace("return 1", "return 1 + 0")),
+        file("pkg/m.py", m.replace("return 'g'", "return 'h'")),
+        file("pkg/lazy.py", lazy.replace("return 9", "return 8")),
+    ];
+    let run = |text: &str| batch_candidate(&py, repo.path(), text, &["pkg"]);
+    let limits = mutant_limits();
+    let pool = WarmPool::new();
+    let candidate = run(test);
+    let cold = candidate.run(&sb).unwrap();
+    assert_eq!(cold.outcome, Outcome::Passed, "{:?}", cold.message);
+    let plain = candidate.run_warm(&sb, &WarmPool::new()).unwrap();
+    assert_eq!(verdict(&plain), verdict(&cold));
+    for _ in 0..2 {
+        let (r, verdicts) = candidate
+            .run_warm_measuring_mutants(&sb, &pool, &mutants, &limits)
+            .unwrap();
+        assert!(r.message.is_none(), "{:?}", r.message);
+        assert_eq!(verdict(&r), verdict(&cold));
+        let verdicts = verdicts.expect("the measured run's request judged the mutants");
+        assert_eq!(
+            passed(&verdicts),
+            [Some(false), Some(true), None, Some(false)]
+        );
+        assert_eq!(
+            passed(&candidate.run_mutants_warm(&sb, &WarmPool::new(), &mutants, &limits)),
+            passed(&verdicts)
+        );
+        // The killed mutants' runs failed loudly; none of it is the candidate's output.
+        let out = r.run.stdout.text() + &r.run.stderr.text();
+        assert!(
+            !out.contains("the candidate speaks") && !out.contains("FAILED"),
+            "{out}"
+        );
+    }
+    // A candidate that fails is answered as its plain run, and judges no mutant.
+    let failing = run(&test.replace("== 1", "== 0"));
+    let (r, verdicts) = failing
+        .run_warm_measuring_mutants(&sb, &pool, &mutants, &limits)
+        .unwrap();
+    assert_eq!(r.outcome, Outcome::Failed);
+    assert_eq!(verdict(&r), verdict(&failing.run(&sb).unwrap()));
+    assert!(verdicts.unwrap_or_default().iter().all(Option::is_none));
+    // A thread left running by the collection: the worker runs the candidate as a plain run.
+    let threaded = run(&format!(
+        "import threading\nimport time\n\nthreading.Thread(target=time.sleep, args=(2,), daemon=True).start()\n{test}"
+    ));
+    let (r, verdicts) = threaded
+        .run_warm_measuring_mutants(&sb, &pool, &mutants, &limits)
+        .unwrap();
+    assert!(verdicts.is_none());
+    assert_eq!(verdict(&r), verdict(&threaded.run(&sb).unwrap()));
 }
 
 /// A run that stops at its first failure (`-x`, as a mutant's run does) ends as pytest's main
@@ -767,45 +862,17 @@ fn a_batch_stops_a_mutant_that_spins_not_one_that_waits() {
         return;
     };
     let Some(sb) = sandbox() else { return };
-    let repo = tempfile::tempdir().unwrap();
     let m = "def f(n):\n    i = 0\n    while i < n:\n        i += 1\n    return i\n";
-    write_tree(
-        repo.path(),
-        &[
-            ("pytest.ini", "[pytest]\npythonpath = .\n"),
-            ("pkg/__init__.py", ""),
-            ("pkg/m.py", m),
-            ("tests/conftest.py", "import pkg.m  # noqa: F401\n"),
-        ],
-    );
+    let repo = batch_repo(&[("pkg/m.py", m)]);
     let mutants = [
         m.replace("i += 1", "i += 0"),
         m.replace("return i", "return __import__('time').sleep(0.5) or i"),
     ]
-    .map(|text| WriteFile {
-        path: "pkg/m.py".into(),
-        contents: text.into_bytes(),
-    });
-    let run = PytestRun {
-        repo: repo.path().to_path_buf(),
-        targets: vec!["tests/test_m.py".into()],
-        files: vec![WriteFile {
-            path: "tests/test_m.py".into(),
-            contents: b"import pkg.m\n\n\ndef test_f():\n    assert pkg.m.f(3) == 3\n".to_vec(),
-        }],
-        cov_sources: vec![],
-        ..candidate(&py, "tests/test_m.py", "")
-    };
-    let limits = Limits {
-        wall: Duration::from_secs(20),
-        ..Limits::default()
-    };
-    let verdicts = run.run_mutants_warm(&sb, &WarmPool::new(), &mutants, &limits);
-    let passed: Vec<Option<bool>> = verdicts
-        .iter()
-        .map(|v| v.as_ref().map(|v| v.passed))
-        .collect();
-    assert_eq!(passed, [Some(false), Some(true)]);
+    .map(|text| text_file("pkg/m.py", text));
+    let test = "import pkg.m\n\n\ndef test_f():\n    assert pkg.m.f(3) == 3\n";
+    let run = batch_candidate(&py, repo.path(), test, &[]);
+    let verdicts = run.run_mutants_warm(&sb, &WarmPool::new(), &mutants, &mutant_limits());
+    assert_eq!(passed(&verdicts), [Some(false), Some(true)]);
     // On its own, the sleeping mutant passes too.
     let mut own = run.clone();
     own.files.push(mutants[1].clone());
