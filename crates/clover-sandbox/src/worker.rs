@@ -161,6 +161,11 @@ pub enum ColdReason {
     /// rootdir or configuration file, other initial conftests).
     #[error("{0}")]
     OtherSetup(String),
+    /// A measured run's request ([`WarmPool::run_measured`]) hit the worker's memory or
+    /// process limit, which its cgroup counts for the whole request: whether the candidate's
+    /// own run or a mutant's did, the counters cannot say, so the run goes again alone.
+    #[error("the run's request hit a limit of its cgroup while its mutants may have run")]
+    LimitInBatch,
 }
 
 /// One warm worker, idle or serving one candidate.
@@ -244,7 +249,8 @@ impl WarmPool {
     /// run's output is taken when its own run has ended, before any mutant runs. The
     /// verdicts are `None` when the worker ran the candidate without a batch (its
     /// collection failed, or left a thread running, which a fork would not have): the
-    /// output is then the plain run's all the same.
+    /// output is then the plain run's all the same. A request that hit the cgroup's memory or
+    /// process limit once a mutant may have run is `ColdReason::LimitInBatch`.
     pub fn run_measured(
         &self,
         sandbox: &Sandbox,
@@ -488,7 +494,10 @@ impl WarmPool {
         }
         // A worker that answered is kept, whatever it said; one that died or stopped
         // answering is not.
-        if matches!(answer, Ok(_) | Err(ColdReason::Replaces(_))) {
+        if matches!(
+            answer,
+            Ok(_) | Err(ColdReason::Replaces(_) | ColdReason::LimitInBatch)
+        ) {
             self.put_idle(wkey, worker);
         }
         Some(answer)
@@ -673,6 +682,10 @@ impl Worker {
         stats.pids_max_hits = after.pids_max_hits.saturating_sub(before.pids_max_hits);
         // The worker's cgroup peaked with every candidate it served: no figure of this one's.
         stats.peak_memory = None;
+        if req.measured && answer["batch"].is_array() && (stats.oom_kills + stats.pids_max_hits > 0)
+        {
+            return Err(ColdReason::LimitInBatch);
+        }
         let status = answer["status"].as_i64().unwrap_or(0) as i32;
         let exit = if libc::WIFEXITED(status) {
             ExitStatus::Code(libc::WEXITSTATUS(status))

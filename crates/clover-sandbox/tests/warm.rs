@@ -645,7 +645,8 @@ fn a_mutant_batch_judges_what_a_fork_can_be_given_as_cold_runs_do() {
 /// a proxy's code while it looks for functions —, and none of the mutants' output), and the
 /// verdicts are those of a batch of their own. A candidate that fails judges no mutant; one
 /// whose collection leaves a thread running (a fork would not have it) runs as a plain run
-/// and leaves the mutants to a batch.
+/// and leaves the mutants to a batch, as one does whose mutant runs out of memory (the
+/// cgroup's counters cannot say whose run that was).
 #[test]
 fn a_measured_run_judges_its_mutants_in_the_same_request() {
     let Some(py) = clover_testkit::python() else {
@@ -693,6 +694,25 @@ fn a_measured_run_judges_its_mutants_in_the_same_request() {
             "{out}"
         );
     }
+    // A mutant that runs out of memory: the worker's cgroup counts the kill, and cannot say
+    // whose run it was; the candidate's own run goes again alone, and is its plain run.
+    let hungry = [text_file(
+        "pkg/m.py",
+        m.replace("return 1", "return len(b'x' * (3 << 28)) and 1"),
+    )];
+    let small = PytestRun {
+        limits: Limits {
+            memory_bytes: 512 << 20,
+            ..candidate.limits.clone()
+        },
+        ..candidate.clone()
+    };
+    let (r, verdicts) = small
+        .run_warm_measuring_mutants(&sb, &pool, &hungry, &limits)
+        .unwrap();
+    assert_eq!(r.run.limit_hit, None, "{:?}", r.message);
+    assert_eq!(verdict(&r), verdict(&cold));
+    assert!(verdicts.is_none());
     // A candidate that fails is answered as its plain run, and judges no mutant.
     let failing = run(&test.replace("== 1", "== 0"));
     let (r, verdicts) = failing
