@@ -215,21 +215,55 @@ pub(crate) fn run_cpp(
             Err(_) => return Ok(unrun(mutants)),
         },
     };
-    let mut verdicts = Vec::with_capacity(mutants.len());
-    for m in mutants {
+    let verdicts = each_at_once(mutants, CPP_MUTANTS_AT_ONCE, |m| {
         let mutated = mutated_text(root, m)?;
         let replaced = Replacement {
             source: Path::new(&m.path),
             text: mutated.as_bytes(),
         };
         let r = harness.run(sandbox, Some(replaced), &limits)?;
-        let verdict = match r.outcome {
+        Ok::<_, ResponseError>(match r.outcome {
             Outcome::CompileError => None,
             outcome => Some(outcome != Outcome::Passed),
-        };
-        verdicts.push((m, verdict));
-    }
+        })
+    });
+    let verdicts = mutants
+        .iter()
+        .zip(verdicts)
+        .map(|(m, v)| Ok((m, v?)))
+        .collect::<Result<Vec<_>, ResponseError>>()?;
     Ok(tally(verdicts, 0, started.elapsed().as_secs_f64()))
+}
+
+/// How many of a C++ candidate's mutant runs go at once. Each compiles a translation unit
+/// and links, on one core, and a candidate has up to `--mutants` of them: the last candidates
+/// of a stage would otherwise run them one by one while the other cores idle. Two at most, so
+/// that a stage whose every job is in a mutation pass asks for twice its cores, not more. A
+/// mutant's limits are CPU time (its binary) and a wall clock of three times its candidate's
+/// whole run and 5 s more, which sharing a core does not reach.
+const CPP_MUTANTS_AT_ONCE: usize = 2;
+
+/// `f` of each of `items`, in their order, on up to `threads` threads at once.
+fn each_at_once<T: Sync, R: Send>(
+    items: &[T],
+    threads: usize,
+    f: impl Fn(&T) -> R + Sync,
+) -> Vec<R> {
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let done = std::sync::Mutex::new(Vec::with_capacity(items.len()));
+    std::thread::scope(|scope| {
+        for _ in 0..threads.min(items.len()) {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(item) = items.get(i) else { break };
+                let r = f(item);
+                done.lock().unwrap_or_else(|e| e.into_inner()).push((i, r));
+            });
+        }
+    });
+    let mut done = done.into_inner().unwrap_or_else(|e| e.into_inner());
+    done.sort_by_key(|(i, _)| *i);
+    done.into_iter().map(|(_, r)| r).collect()
 }
 
 /// The pass of a candidate that ran none of `mutants` (it did not pass on the original code,
@@ -381,6 +415,23 @@ mod tests {
         let mut other = t3.clone();
         other.instance_id = "r/tests/test_b.py::test_b#CoverageTest#po".into();
         assert_eq!(ids(s.for_response(&other, Language::Python)), None);
+    }
+
+    #[test]
+    fn each_at_once_runs_every_item_once_in_order_and_no_more_at_once_than_asked() {
+        let running = std::sync::atomic::AtomicUsize::new(0);
+        let most = std::sync::atomic::AtomicUsize::new(0);
+        let items: Vec<u32> = (0..25).collect();
+        let out = each_at_once(&items, 2, |i| {
+            let now = running.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+            most.fetch_max(now, std::sync::atomic::Ordering::SeqCst);
+            std::thread::sleep(std::time::Duration::from_millis(u64::from(25 - i) % 3));
+            running.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+            i * 10
+        });
+        assert_eq!(out, items.iter().map(|i| i * 10).collect::<Vec<_>>());
+        assert!((1..=2).contains(&most.load(std::sync::atomic::Ordering::SeqCst)));
+        assert!(each_at_once(&[] as &[u32], 2, |i| *i).is_empty());
     }
 
     #[test]
