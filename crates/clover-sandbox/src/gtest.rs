@@ -88,7 +88,10 @@ const CANDIDATE_GCDA: &str = ".clover-build/candidate.gcda";
 const GTEST_MAIN: &str = "gtest_main";
 /// A shell condition that holds when the test file's object defines `main` (POSIX `nm`
 /// output: name, type, value).
-const DEFINES_MAIN: &str = "nm -P --defined-only .clover-build/candidate.o | grep -q '^main [TW] '";
+const DEFINES_MAIN: &str = "grep -q '^main [TW] ' .clover-build/candidate.syms";
+/// The symbols of [`CANDIDATE_OBJ`] (`nm -P`), listed once: `nm` reads the whole object
+/// (tens of milliseconds for a GoogleTest file), and the build asks two things of them.
+const CANDIDATE_SYMBOLS: &str = ".clover-build/candidate.syms";
 /// Marks a test object that defines its own `main` (linked without `gtest_main`).
 const OWN_MAIN: &str = ".clover-out/own-main";
 /// The CPU time the run's shell and the processes it waited for (compile, link) had spent
@@ -1146,12 +1149,13 @@ impl<'a> GtestRun<'a> {
         // counters.
         let no_counters = match plan.narrow {
             true => format!(
-                "if ! nm -P {CANDIDATE_OBJ} | grep -q '^__gcov0[.]'; then rm -f {CANDIDATE_GCNO}; fi && "
+                "if ! grep -q '^__gcov0[.]' {CANDIDATE_SYMBOLS}; then rm -f {CANDIDATE_GCNO}; fi && "
             ),
             false => String::new(),
         };
         format!(
-            "if ! {{ {compile} && {no_counters}if {DEFINES_MAIN}; then {own}; else {with_gtest_main}; fi; }} \
+            "if ! {{ {compile} && {{ nm -P {CANDIDATE_OBJ} > {CANDIDATE_SYMBOLS} || :; }} && \
+             {no_counters}if {DEFINES_MAIN}; then {own}; else {with_gtest_main}; fi; }} \
              > {COMPILE_LOG} 2>&1; then : > {COMPILE_FAILED}; exit 1; fi\n\
              if {DEFINES_MAIN}; then : > {OWN_MAIN}; fi"
         )
@@ -1866,6 +1870,14 @@ mod tests {
             script.contains("'--coverage' '-fprofile-update=atomic' '-o'"),
             "{script}"
         );
+        // The object's symbols are listed once, whatever the build asks of them.
+        let mut plan = plan;
+        for narrow in [false, true] {
+            plan.narrow = narrow;
+            let script = run.build_script(&lib, &plan);
+            assert_eq!(script.matches("nm ").count(), 1, "{script}");
+            assert!(script.contains("__gcov0") == narrow, "{script}");
+        }
     }
 
     /// The key is the recipe (compiler, every command line, so every flag and object) and the
