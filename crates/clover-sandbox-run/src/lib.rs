@@ -603,12 +603,9 @@ impl<'a> ResponseRunner<'a> {
                 };
                 if r.outcome == Outcome::Passed && !mutants.is_empty() {
                     // The pass's time: the request's, less the candidate's own run.
-                    let batch_secs = match batched {
-                        Some(_) => started
-                            .elapsed()
-                            .saturating_sub(r.run.duration)
-                            .as_secs_f64(),
-                        None => 0.0,
+                    let batch_secs = match batched.is_some() {
+                        true => started.elapsed().saturating_sub(r.run.duration),
+                        false => Duration::ZERO,
                     };
                     let mut m = self.run_mutants(
                         &invocation,
@@ -617,7 +614,7 @@ impl<'a> ResponseRunner<'a> {
                         (mutants, files),
                         batched,
                     )?;
-                    m.duration_secs += batch_secs;
+                    m.duration_secs += batch_secs.as_secs_f64();
                     mutation = Some(m);
                 }
                 (r.run, r.outcome, r.tests, r.coverage, r.message)

@@ -1373,6 +1373,8 @@ class Zygote:
         os._exit(code)
 
     def after_measured(self, req, pid, started):
+        """H once it has forked M (`pid`, at `started`): tells C how M's run ended and, if C
+        says go on, judges the mutants unmeasured."""
         _, status, usage = os.wait4(pid, 0)
         measured_wall = time.monotonic() - started
         own = resource.getrusage(resource.RUSAGE_SELF)

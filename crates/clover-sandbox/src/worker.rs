@@ -552,8 +552,6 @@ impl WorkerKey {
     }
 }
 
-/// Whether an import could execute the file: Python source or bytecode, an extension
-/// module, a `.pth` file.
 /// Each of `n` mutants' verdict in a batch's answer (`None`: not judged there).
 fn batch_verdicts(batch: &Value, n: usize) -> BatchVerdicts {
     let verdicts = batch.as_array().map(Vec::as_slice).unwrap_or_default();
@@ -578,6 +576,8 @@ fn batch_verdicts(batch: &Value, n: usize) -> BatchVerdicts {
         .collect()
 }
 
+/// Whether an import could execute the file: Python source or bytecode, an extension
+/// module, a `.pth` file.
 fn may_hold_code(path: &Path) -> bool {
     path.extension()
         .and_then(|e| e.to_str())
