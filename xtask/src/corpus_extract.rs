@@ -105,6 +105,7 @@ fn check(sandbox: &Sandbox, repo: &RepoConfig) -> Result<Share> {
                 targets: vec![(*file).clone()],
                 files: Vec::new(),
                 cov_sources: Vec::new(),
+                cov_only: None,
                 cov_contexts: false,
                 env: repo.env.iter().map(|(k, v)| (k.into(), v.into())).collect(),
                 limits: limits(),

@@ -58,6 +58,7 @@ fn main() -> anyhow::Result<()> {
                     .iter()
                     .map(|d| d.display().to_string())
                     .collect(),
+                cov_only: None,
                 cov_contexts: false,
                 env: cfg.env.iter().map(|(k, v)| (k.into(), v.into())).collect(),
                 limits: Limits::default(),

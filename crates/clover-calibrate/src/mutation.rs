@@ -362,6 +362,7 @@ fn ground_truth_run(
         }))
         .collect(),
         cov_sources: Vec::new(),
+        cov_only: None,
         cov_contexts: false,
         env: run
             .repo

@@ -333,6 +333,7 @@ fn run_pytest_once(
                 sources: &sources,
                 save_coverage: true,
                 coverage_lines: None,
+                only: None,
                 targets: &targets,
                 files: &group_files,
                 writable: &[PathBuf::from(REPORT_DIR)],

@@ -1230,6 +1230,7 @@ fn copied_operand_coverage(r: &CalibratedProblem, fixture: &Path) -> Vec<FileCov
             .iter()
             .map(|d| d.display().to_string())
             .collect(),
+        cov_only: None,
         cov_contexts: false,
         env: Vec::new(),
         limits: clover_sandbox::Limits::default(),

@@ -102,7 +102,8 @@ struct RunKey {
     path: PathBuf,
     text: String,
     selectors: Vec<String>,
-    measured: bool,
+    /// What the run measures, when not all of the source folders (`PytestRun::cov_only`).
+    measured: Option<Vec<String>>,
     /// The ids of the kept mutants the candidate is run against when it passes.
     mutants: Vec<String>,
 }
@@ -466,8 +467,7 @@ impl<'a> ResponseRunner<'a> {
             cpus: cfg.cpus,
             ..Limits::default()
         };
-        // Task I is scored on its verdict alone: nothing is measured.
-        let measured = response.task != Task::AssertionCloze;
+        let measured = measured_files(response.task, &response.scoring, &cfg.source_dirs);
         let mutants = self.focus_mutants(response, repo).unwrap_or_default();
         let key = RunKey {
             repo: cfg.name.clone(),
@@ -475,7 +475,7 @@ impl<'a> ResponseRunner<'a> {
             path: path.clone(),
             text: file_text(&file),
             selectors: response.exec.selectors.clone(),
-            measured,
+            measured: measured.clone(),
             mutants: mutants.iter().map(|m| m.id.clone()).collect(),
         };
         // `None`: the run another response was making for this candidate failed (and is
@@ -489,7 +489,7 @@ impl<'a> ResponseRunner<'a> {
                     repo,
                     file.clone(),
                     limits.clone(),
-                    measured,
+                    measured.clone(),
                     &mutants,
                 )
             })?;
@@ -541,7 +541,7 @@ impl<'a> ResponseRunner<'a> {
         repo: &Repo,
         file: WriteFile,
         limits: Limits,
-        measured: bool,
+        measured: Option<Vec<String>>,
         mutants: &[KeptMutant],
     ) -> Result<Ran, ResponseError> {
         let cfg = &repo.config;
@@ -565,14 +565,12 @@ impl<'a> ResponseRunner<'a> {
                     python,
                     targets,
                     files: vec![file.clone()],
-                    cov_sources: if measured {
-                        cfg.source_dirs
-                            .iter()
-                            .map(|d| d.to_string_lossy().into_owned())
-                            .collect()
-                    } else {
-                        Vec::new()
-                    },
+                    cov_sources: cfg
+                        .source_dirs
+                        .iter()
+                        .map(|d| d.to_string_lossy().into_owned())
+                        .collect(),
+                    cov_only: measured,
                     cov_contexts: false,
                     env: cfg.env.iter().map(|(k, v)| (k.into(), v.into())).collect(),
                     limits,
@@ -790,6 +788,33 @@ pub fn unrun_result(id: String, outcome: Outcome) -> RunResult {
 }
 
 /// A candidate file's text, for [`RunKey`].
+/// What a Python response's run measures, when not all of the source folders: the files its
+/// scoring reads, those under `sources` (what coverage.py would measure of them); nothing for
+/// Task I, scored on its verdict alone; `None` (everything) when its facts do not name them.
+fn measured_files(
+    task: Task,
+    scoring: &BTreeMap<String, serde_json::Value>,
+    sources: &[PathBuf],
+) -> Option<Vec<String>> {
+    if task == Task::AssertionCloze {
+        return Some(Vec::new());
+    }
+    let under = |file: &str, dir: &Path| {
+        let dir: PathBuf = dir
+            .components()
+            .filter(|c| *c != std::path::Component::CurDir)
+            .collect();
+        Path::new(file).starts_with(dir)
+    };
+    let files = mutation::scored_files(task, scoring)?;
+    Some(
+        files
+            .into_iter()
+            .filter(|f| sources.iter().any(|d| under(f, d)))
+            .collect(),
+    )
+}
+
 fn file_text(file: &WriteFile) -> String {
     String::from_utf8_lossy(&file.contents).into_owned()
 }
@@ -1023,4 +1048,56 @@ fn outcome_name(o: Outcome) -> String {
         .ok()
         .and_then(|v| v.as_str().map(str::to_string))
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_run_measures_the_files_its_scoring_reads_within_the_sources() {
+        let scoring = |v: serde_json::Value| -> BTreeMap<String, serde_json::Value> {
+            serde_json::from_value(v).unwrap()
+        };
+        let region = |path: &str| serde_json::json!({"path": path, "start_line": 1, "end_line": 2});
+        let sources = [PathBuf::from("src/pkg"), PathBuf::from("./single.py")];
+        let target = scoring(serde_json::json!({"target": region("src/pkg/a.py")}));
+        assert_eq!(
+            measured_files(Task::TargetedTest, &target, &sources),
+            Some(vec!["src/pkg/a.py".into()])
+        );
+        // Task I reads its verdict alone, whatever its facts say.
+        assert_eq!(
+            measured_files(Task::AssertionCloze, &target, &sources),
+            Some(vec![])
+        );
+        // Each block's file once; a file no source holds is not measured, as before.
+        let blocks = scoring(serde_json::json!({"blocks": [
+            region("src/pkg/b.py"), region("single.py"), region("src/pkg/b.py"),
+            region("src/pkgx/c.py"), region("tests/helper.py"),
+        ]}));
+        assert_eq!(
+            measured_files(Task::CoverageTest, &blocks, &sources),
+            Some(vec!["single.py".into(), "src/pkg/b.py".into()])
+        );
+        assert_eq!(
+            measured_files(Task::CoverageTest, &blocks, &[PathBuf::from(".")]),
+            Some(
+                [
+                    "single.py",
+                    "src/pkg/b.py",
+                    "src/pkgx/c.py",
+                    "tests/helper.py"
+                ]
+                .map(String::from)
+                .to_vec()
+            )
+        );
+        // Facts that name no file: everything is measured.
+        assert_eq!(measured_files(Task::CoverageTest, &target, &sources), None);
+        assert_eq!(
+            measured_files(Task::TargetedTest, &BTreeMap::new(), &sources),
+            None
+        );
+    }
 }

@@ -197,6 +197,7 @@ fn direct(cli: Cli) -> anyhow::Result<()> {
         targets: vec![rel.to_string_lossy().into_owned()],
         files,
         cov_sources,
+        cov_only: None,
         cov_contexts: false,
         env: Vec::new(),
         limits,

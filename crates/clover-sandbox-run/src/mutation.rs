@@ -147,6 +147,17 @@ impl Focus {
         ))
     }
 
+    /// The files of the focus, each once (none for a C++ instance's whole focal source).
+    fn files(self) -> Vec<String> {
+        let mut files: Vec<String> = match self {
+            Focus::Lines(regions) => regions.into_iter().map(|(p, _)| p).collect(),
+            Focus::Whole => Vec::new(),
+        };
+        files.sort();
+        files.dedup();
+        files
+    }
+
     fn holds(&self, path: &str, line: u32) -> bool {
         match self {
             Focus::Lines(regions) => regions
@@ -156,6 +167,16 @@ impl Focus {
             Focus::Whole => true,
         }
     }
+}
+
+/// The files whose lines the scoring of a Python instance reads: its target's (Task II), its
+/// blocks' (Task III); `None` when its facts do not name them, or for Task I, which is scored
+/// on its verdict.
+pub(crate) fn scored_files(
+    task: Task,
+    scoring: &BTreeMap<String, serde_json::Value>,
+) -> Option<Vec<String>> {
+    Focus::of(task, scoring).map(Focus::files)
 }
 
 /// The text of `m`'s file with the mutant in it: the file as the repository at `root` holds

@@ -802,12 +802,29 @@ fn identical_candidates_run_once_and_cold_runs_agree_with_warm_ones() {
         "from ledger.money import Money\n\ndef test_add():\n    assert Money(1).cents == 2\n";
     let mut cloze = python_response("c1", "tests/test_cl.py", pass);
     cloze.task = Task::AssertionCloze;
+    // What the scoring reads is all that is measured: the target's file, the blocks' files.
+    let region = |path: &str| serde_json::json!({"path": path, "start_line": 1, "end_line": 3});
+    let mut targeted = python_response("t1", "tests/test_same.py", pass);
+    targeted.task = Task::TargetedTest;
+    targeted
+        .scoring
+        .insert("target".into(), region("src/ledger/money.py"));
+    let mut blocks = python_response("k1", "tests/test_same.py", pass);
+    blocks.scoring.insert(
+        "blocks".into(),
+        serde_json::json!([
+            region("src/ledger/report.py"),
+            region("src/ledger/money.py")
+        ]),
+    );
     let responses = vec![
         python_response("a1", "tests/test_same.py", pass),
         python_response("a2", "tests/test_same.py", pass),
         python_response("b1", "tests/test_other.py", fail),
         python_response("a3", "tests/test_same.py", pass),
         cloze,
+        targeted,
+        blocks,
     ];
     let args = |cold: bool| {
         let mut a = vec![
@@ -865,7 +882,24 @@ fn identical_candidates_run_once_and_cold_runs_agree_with_warm_ones() {
     // Task I is scored on its verdict alone: nothing measured.
     assert_eq!(warm[4].outcome, Outcome::Passed);
     assert!(warm[4].coverage.is_empty());
-    assert!(!warm[0].coverage.is_empty());
+    // Facts that name no file: the whole package is measured.
+    let of = |paths: &[&str]| {
+        let mut files: Vec<_> = warm[0]
+            .coverage
+            .iter()
+            .filter(|f| paths.contains(&f.path.as_str()))
+            .cloned()
+            .collect();
+        files.sort_by(|a, b| a.path.cmp(&b.path));
+        files
+    };
+    assert!(warm[0].coverage.len() > 2, "{:?}", warm[0].coverage);
+    assert_eq!(warm[5].coverage, of(&["src/ledger/money.py"]));
+    assert_eq!(
+        warm[6].coverage,
+        of(&["src/ledger/money.py", "src/ledger/report.py"])
+    );
+    assert_eq!(warm[6].coverage.len(), 2);
 }
 
 /// The mutation fixture's one problem, as pack-context names it.

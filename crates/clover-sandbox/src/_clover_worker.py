@@ -443,6 +443,9 @@ class Zygote:
         self.cov = None
         # Where a candidate's hit lines go (relative to the repository), when it asks.
         self.coverage_out = None
+        # The only files a candidate's run measures, when it reads not all the worker does
+        # (real paths; empty: nothing); `None`: all.
+        self.coverage_only = None
         # A candidate's supervisor's: the upper layer of its view, and a mutant batch's pipes.
         self.upper_fd = None
         self.batch_fds = None
@@ -679,11 +682,13 @@ class Zygote:
             @pytest.hookimpl(tryfirst=True)
             def pytest_load_initial_conftests(self, early_config, parser, args):
                 rc = zygote.setup.get("coveragerc")
-                if rc:
+                if rc and zygote.coverage_only != set():
                     import coverage
 
                     zygote.cov = coverage.Coverage(config_file=rc, data_file=None)
                     zygote.cov.start()
+                    if zygote.coverage_only is not None:
+                        zygote.measure_only()
 
             @pytest.hookimpl(wrapper=True)
             def pytest_runtestloop(self, session):
@@ -707,6 +712,42 @@ class Zygote:
         # plugin hashes it into the session record then.
         if self.coverage_out:
             self.write_coverage(self.coverage_out)
+
+    def measure_only(self):
+        """In a candidate's fork: coverage.py traces only `coverage_only` from here on, or
+        stops when that is empty, for a run whose cold twin measures only those files (what
+        its scoring reads). What the zygote measured of them, importing them, stays, as their
+        cold run measures their import too; what it measured of other files is never
+        reported. A file's disposition is coverage.py's cached answer to whether to trace it:
+        each one to trace that is not of these is made an answer not to, and so is each new
+        one, which the tracers ask the collector's `should_trace` for."""
+        only = self.coverage_only
+        if not only:
+            self.cov.stop()
+            self.cov = None
+            self.coverage_out = None
+            return
+        collector = self.cov._collector
+
+        def not_read(disp):
+            if disp is None or not disp.trace:
+                return disp
+            if os.path.realpath(disp.source_filename or disp.canonical_filename) not in only:
+                disp.trace = False
+                disp.reason = "not read by this run's scoring"
+            return disp
+
+        # Each disposition is this fork's copy: the zygote's are untouched.
+        for disp in collector.should_trace_cache.values():
+            not_read(disp)
+        ask = collector.should_trace
+
+        def should_trace(filename, frame):
+            return not_read(ask(filename, frame))
+
+        collector.should_trace = should_trace
+        for tracer in collector.tracers:
+            tracer.should_trace = should_trace
 
     def compile_sources(self):
         """Bytecode for the package under test, compiled once here into the worker's view (so
@@ -1233,6 +1274,11 @@ class Zygote:
         os.environ["HOME"] = "/tmp/home"
         os.chdir(os.path.join(self.repo, req["workdir"]))
         self.coverage_out = req.get("coverage_out")
+        only = req.get("coverage_only")
+        if only is not None:
+            self.coverage_only = {os.path.realpath(os.path.join(self.repo, f)) for f in only}
+            if self.cov is not None:
+                self.measure_only()
         if ch_fd is not None:
             # As a cold run's plugin takes its channel when `-p` imports it: before any
             # conftest or test module of the candidate runs. A worker configured per run has
@@ -1777,6 +1823,8 @@ class Zygote:
         files = {}
         for f in sorted(data.measured_files()):
             key = os.path.realpath(f)
+            if self.coverage_only is not None and key not in self.coverage_only:
+                continue
             fr = None if key in self.replaced else self.reporters.get(key)
             fr = fr or PythonFileReporter(f, cov)
             try:

@@ -65,6 +65,7 @@
 //!     targets: vec!["tests/test_candidate.py".into()],
 //!     files: vec![WriteFile { path: "tests/test_candidate.py".into(), contents: test.into() }],
 //!     cov_sources: vec!["src/pkg".into()],
+//!     cov_only: None,
 //!     cov_contexts: false,
 //!     env: Vec::new(),
 //!     limits: Limits { wall: Duration::from_secs(30), memory_bytes: 512 << 20, ..Limits::default() },

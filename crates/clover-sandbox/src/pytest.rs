@@ -80,6 +80,11 @@ pub struct PytestRun {
     pub files: Vec<WriteFile>,
     /// Source folders to measure (`--cov=`); none means no coverage.
     pub cov_sources: Vec<String>,
+    /// The files of `cov_sources` whose lines are read, when not all of theirs are: the run
+    /// measures only these, and nothing when there are none (a verdict is all that is read).
+    /// A warm run of it is served by the worker that measures all of `cov_sources`, which
+    /// traces only these files in its fork, or stops measuring there.
+    pub cov_only: Option<Vec<String>>,
     /// Record per-test contexts (`--cov-context=test`).
     pub cov_contexts: bool,
     pub env: Vec<(OsString, OsString)>,
@@ -161,7 +166,7 @@ impl PytestRun {
         let mut argv: Vec<OsString> =
             vec![self.python.clone().into(), "-m".into(), "pytest".into()];
         argv.extend(pytest_args().into_iter().map(OsString::from));
-        if !self.cov_sources.is_empty() {
+        if self.measures() {
             argv.push("--cov".into());
             argv.push(format!("--cov-config={OUT_DIR}/coveragerc").into());
             argv.push(format!("--cov-report=xml:{cov}").into());
@@ -170,24 +175,35 @@ impl PytestRun {
             }
         }
         argv.extend(self.targets.iter().map(OsString::from));
-        let mut spec = self.base_spec(argv);
+        let mut spec = self.base_spec(argv, self.measured_files());
         spec.files.extend(self.files.iter().cloned());
         spec.collect = vec![junit.into(), cov.into()];
         spec
     }
 
+    /// Whether the run measures anything.
+    fn measures(&self) -> bool {
+        !self.measured_files().is_empty()
+    }
+
+    /// What the run measures: `cov_only`, or else all of `cov_sources`.
+    fn measured_files(&self) -> &[String] {
+        self.cov_only.as_deref().unwrap_or(&self.cov_sources)
+    }
+
     /// A run of `argv` with what every pytest run here needs: clover's plugin, the coverage
-    /// settings, the interpreter's binds, the environment and the limits.
-    fn base_spec(&self, argv: Vec<OsString>) -> RunSpec {
+    /// settings of `measured` (none: no settings), the interpreter's binds, the environment
+    /// and the limits.
+    fn base_spec(&self, argv: Vec<OsString>, measured: &[String]) -> RunSpec {
         let mut spec = RunSpec::new(&self.repo, argv);
         spec.files.push(WriteFile {
             path: format!("{OUT_DIR}/{PLUGIN_MODULE}.py").into(),
             contents: PLUGIN.as_bytes().to_vec(),
         });
-        if !self.cov_sources.is_empty() {
+        if !measured.is_empty() {
             spec.files.push(WriteFile {
                 path: format!("{OUT_DIR}/coveragerc").into(),
-                contents: coverage_rc(&self.cov_sources).into_bytes(),
+                contents: coverage_rc(measured).into_bytes(),
             });
         }
         spec.binds = python_binds(&self.python);
@@ -259,7 +275,8 @@ impl PytestRun {
         let [junit, _, cov_out] = reports();
         let collect: Vec<PathBuf> = vec![junit.into(), cov_out.clone().into()];
         let writable = [PathBuf::from(OUT_DIR)];
-        let base = self.base_spec(Vec::new());
+        // The worker measures all of the sources; the fork, what this run reads of them.
+        let base = self.base_spec(Vec::new(), &self.cov_sources);
         let mut run = WarmRun {
             base: &base,
             python: &self.python,
@@ -268,6 +285,7 @@ impl PytestRun {
             sources: &self.cov_sources,
             save_coverage: false,
             coverage_lines: (!self.cov_sources.is_empty()).then_some(cov_out.as_str()),
+            only: self.cov_only.as_deref(),
             targets: &self.targets,
             files: &self.files,
             writable: &writable,
@@ -318,7 +336,7 @@ impl PytestRun {
         if self.cov_contexts || mutants.is_empty() {
             return none();
         }
-        let mut base = self.base_spec(Vec::new());
+        let mut base = self.base_spec(Vec::new(), &self.cov_sources);
         // The whole batch: the candidate's collection, then every mutant's run.
         base.limits.wall = self.limits.wall + limits.wall * mutants.len() as u32;
         let writable = [PathBuf::from(OUT_DIR)];
@@ -330,6 +348,7 @@ impl PytestRun {
             sources: &[],
             save_coverage: false,
             coverage_lines: None,
+            only: None,
             targets: &self.targets,
             files: &self.files,
             writable: &writable,
@@ -359,7 +378,7 @@ impl PytestRun {
         };
         // A coverage report that is missing or unreadable counts as no coverage, and says so.
         let (coverage, coverage_problem) = match run.files.get(1).map(|f| &f.content) {
-            _ if self.cov_sources.is_empty() => (Vec::new(), None),
+            _ if !self.measures() => (Vec::new(), None),
             Some(Collected::Read { bytes, .. }) => match match report {
                 CoverageReport::Cobertura => parse_cobertura(bytes, &repo),
                 CoverageReport::Lines => parse_lines(bytes),

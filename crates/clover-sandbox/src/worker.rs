@@ -110,8 +110,14 @@ pub struct WarmRun<'a> {
     /// Saves the measured data to `$COVERAGE_FILE` after the run, as pytest-cov does (for a
     /// plugin that reads it at session end).
     pub save_coverage: bool,
-    /// Where (relative to the repository) the lines coverage.py's XML would mark hit go.
+    /// Where (relative to the repository) the lines coverage.py's XML would mark hit go: the
+    /// worker reports them, for each run but one that reads none (`only`).
     pub coverage_lines: Option<&'a str>,
+    /// The files of `sources` this run reads the lines of, when not all of them: the fork
+    /// traces and reports only these, or stops measuring when there are none (the run's
+    /// cold twin measures as much: `PytestRun::cov_only`). The worker measures all of
+    /// `sources`, so it serves every such run of its key.
+    pub only: Option<&'a [String]>,
     /// A worker that configures pytest in each run (it has imported pytest, its plugins and
     /// coverage.py, no more), for a run that replaces a file a configured worker has
     /// executed: a conftest, a module the conftests import, a mutant of the package.
@@ -212,6 +218,8 @@ struct Request<'a> {
     collect: &'a [PathBuf],
     collect_max_bytes: u64,
     coverage_out: Option<&'a str>,
+    /// The files the fork measures, when not all the worker does ([`WarmRun::only`]).
+    coverage_only: Option<&'a [String]>,
     /// The candidate's target folders, and whether the worker serving it is known to find
     /// the same rootdir for them as for its own.
     dirs: &'a [String],
@@ -420,7 +428,11 @@ impl WarmPool {
             writable: &writable,
             collect: run.collect,
             collect_max_bytes: base.collect_max_bytes,
-            coverage_out: run.coverage_lines,
+            // A run that reads no lines has none written.
+            coverage_out: run
+                .coverage_lines
+                .filter(|_| run.only.is_none_or(|o| !o.is_empty())),
+            coverage_only: run.only,
             dirs: &key.dirs,
             setup_known: false,
             limits,
@@ -636,6 +648,7 @@ impl Worker {
             "collect": req.collect.iter().map(|p| p.to_string_lossy()).collect::<Vec<_>>(),
             "collect_max_bytes": req.collect_max_bytes,
             "coverage_out": req.coverage_out,
+            "coverage_only": req.coverage_only,
             "dirs": req.dirs,
             "setup_known": req.setup_known,
             // The channel's cap, or none.

@@ -33,6 +33,7 @@ fn run(
         targets: vec![target.into()],
         files,
         cov_sources: vec!["src/calc".into()],
+        cov_only: None,
         cov_contexts: false,
         env: vec![("PYTHONPATH".into(), "src".into())],
         limits: Limits {
@@ -86,6 +87,7 @@ fn same_named_modules_of_two_sources_keep_their_lines() {
         targets: vec!["tests/test_b.py".into()],
         files: vec![],
         cov_sources: vec!["src/a".into(), "src/b".into()],
+        cov_only: None,
         cov_contexts: false,
         env: vec![("PYTHONPATH".into(), "src".into())],
         limits: Limits {

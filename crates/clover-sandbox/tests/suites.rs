@@ -132,6 +132,7 @@ fn python_suite(sb: &Sandbox, cfg: &RepoConfig, python: &Path) {
         targets,
         files: Vec::new(),
         cov_sources: Vec::new(),
+        cov_only: None,
         cov_contexts: false,
         env: env.into_iter().map(|(k, v)| (k.into(), v.into())).collect(),
         limits: Limits {

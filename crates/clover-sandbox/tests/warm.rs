@@ -30,6 +30,7 @@ fn candidate(py: &std::path::Path, path: &str, text: &str) -> PytestRun {
             contents: text.as_bytes().to_vec(),
         }],
         cov_sources: vec!["src/ledger".into()],
+        cov_only: None,
         cov_contexts: false,
         env: vec![],
         limits: Limits {
@@ -214,6 +215,75 @@ const LEFT: [&str; 6] = [
 ];
 
 /// Not a check (no wall-clock time is asserted): prints what a candidate costs either way.
+/// A run that reads the lines of some files only (`cov_only`: what its scoring reads)
+/// measures those alone, warm as cold: what it reports of them is what a run measuring the
+/// whole package reports of them, and files it does not read are not even traced (checked
+/// from inside by the candidate, against coverage.py's own dispositions). A run that reads
+/// none (Task I) measures nothing: no tracer runs. The worker that measures the package
+/// serves all three.
+#[test]
+fn a_run_measures_only_the_files_it_reads_warm_as_cold() {
+    let Some(py) = clover_testkit::python() else {
+        return;
+    };
+    let Some(sb) = sandbox() else { return };
+    let only = "src/ledger/money.py";
+    let tests = format!(
+        "{}\n{}",
+        std::fs::read_to_string(fixture().join("tests/test_money.py")).unwrap(),
+        std::fs::read_to_string(fixture().join("tests/test_accounts.py")).unwrap(),
+    );
+    let measuring = |what: &str, cov_only: Option<Vec<String>>| {
+        let text = format!(
+            "{tests}\n\nimport os, sys\n\n\
+             def test_what_is_traced():\n\
+             \x20   import coverage\n\
+             \x20   if {what:?} == 'none':\n\
+             \x20       assert sys.gettrace() is None\n\
+             \x20       return\n\
+             \x20   cache = coverage.Coverage.current()._collector.should_trace_cache\n\
+             \x20   traced = {{os.path.basename(d.source_filename) for d in cache.values() \
+             if d and d.trace}}\n\
+             \x20   if {what:?} == 'all':\n\
+             \x20       assert {{'money.py', 'accounts.py'}} <= traced, traced\n\
+             \x20   else:\n\
+             \x20       assert traced == {{'money.py'}}, traced\n"
+        );
+        let mut run = candidate(&py, "tests/test_clover_candidate.py", &text);
+        run.cov_only = cov_only;
+        run
+    };
+    let all = measuring("all", None);
+    let some = measuring("some", Some(vec![only.into()]));
+    let none = measuring("none", Some(vec![]));
+    let whole = passes_warm_as_cold(&all, &sb);
+    assert!(whole.coverage.len() > 1, "{:?}", whole.coverage);
+    let money: Vec<_> = whole
+        .coverage
+        .iter()
+        .filter(|f| f.path == only)
+        .cloned()
+        .collect();
+    assert_eq!(money.len(), 1);
+    let cold = passes_warm_as_cold(&some, &sb);
+    assert_eq!(cold.coverage, money);
+    let cold = passes_warm_as_cold(&none, &sb);
+    assert!(cold.coverage.is_empty() && cold.message.is_none());
+    // One worker, measuring the package, serves each in turn.
+    let pool = WarmPool::new();
+    for run in [&all, &some, &none, &some, &all] {
+        let warm = run.run_warm(&sb, &pool).unwrap();
+        assert_eq!(warm.outcome, Outcome::Passed, "{:?}", warm.message);
+        let expected = match &run.cov_only {
+            None => whole.coverage.clone(),
+            Some(o) if o.is_empty() => Vec::new(),
+            Some(_) => money.clone(),
+        };
+        assert_eq!(warm.coverage, expected);
+    }
+    assert_eq!(pool.workers_started(), 1);
+}
+
 #[test]
 #[ignore = "a measurement; run with --ignored --nocapture"]
 fn cost_per_candidate() {
@@ -420,6 +490,7 @@ fn a_changed_body_is_patched_into_the_fork_and_code_that_ran_at_import_is_not() 
             },
         ],
         cov_sources: vec![],
+        cov_only: None,
         cov_contexts: false,
         env: vec![],
         limits: Limits {
@@ -509,6 +580,7 @@ fn batch_candidate(
         targets: vec!["tests/test_c.py".into()],
         files: vec![text_file("tests/test_c.py", test.to_string())],
         cov_sources: cov_sources.iter().map(|s| s.to_string()).collect(),
+        cov_only: None,
         cov_contexts: false,
         env: vec![],
         limits: Limits {
@@ -698,11 +770,13 @@ fn a_measured_run_judges_its_mutants_in_the_same_request() {
     // whose run it was; the candidate's own run goes again alone, and is its plain run.
     let hungry = [text_file(
         "pkg/m.py",
-        m.replace("return 1", "return len(b'x' * (3 << 28)) and 1"),
+        m.replace("return 1", "return len(b'x' * (3 << 27)) and 1"),
     )];
+    // Small enough to be reached soon: a mutant filling memory slower than its CPU budget
+    // (three times the candidate's CPU time and 0.25 s) would be stopped by that instead.
     let small = PytestRun {
         limits: Limits {
-            memory_bytes: 512 << 20,
+            memory_bytes: 256 << 20,
             ..candidate.limits.clone()
         },
         ..candidate.clone()
@@ -712,7 +786,7 @@ fn a_measured_run_judges_its_mutants_in_the_same_request() {
         .unwrap();
     assert_eq!(r.run.limit_hit, None, "{:?}", r.message);
     assert_eq!(verdict(&r), verdict(&cold));
-    assert!(verdicts.is_none());
+    assert!(verdicts.is_none(), "{verdicts:?}");
     // A candidate that fails is answered as its plain run, and judges no mutant.
     let failing = run(&test.replace("== 1", "== 0"));
     let (r, verdicts) = failing
