@@ -740,6 +740,10 @@ class Zygote:
         # Each disposition is this fork's copy: the zygote's are untouched.
         for disp in collector.should_trace_cache.values():
             not_read(disp)
+        # What the zygote measured of other files is never reported: it is not saved either
+        # (the report saves what was measured, file by file, into coverage.py's database).
+        for f in [f for f in collector.data if os.path.realpath(f) not in only]:
+            del collector.data[f]
         ask = collector.should_trace
 
         def should_trace(filename, frame):
@@ -809,8 +813,10 @@ class Zygote:
 
     def serve(self):
         _write_frame(self.answers, {"ready": True, "pid": os.getpid()})
-        # The next candidate's supervisor is made (namespaces, mounts, loopback) while the
-        # host reads the last answer: only its files and its run are left for the request.
+        # The next candidate's supervisor is made (namespaces, mounts, loopback) while this
+        # one runs: only its files and its run are left for its request. Making them waits
+        # on the kernel more than it computes (a network namespace, mounts), as a
+        # supervisor's end does (its view unmounted).
         pending = self.supervisor()
         while True:
             head = _read_exact(self.requests, 4)
@@ -823,16 +829,21 @@ class Zygote:
                 return
             self._write_all(req_w, head + body)
             os.close(req_w)
-            with os.fdopen(ans_r, "rb") as f:
-                answer = f.read()
-            os.waitpid(pid, 0)
-            # The answer is passed on as it is: the supervisor holds no descriptor of the
-            # channel, so a candidate can neither write to it nor read requests.
+            pending = self.supervisor()
+            # The answer is one frame, passed on as it is, as soon as it is whole: the
+            # supervisor holds no descriptor of the channel, so a candidate can neither
+            # write to it nor read requests.
+            answer_head = _read_exact(ans_r, 4)
+            answer = answer_head and _read_exact(ans_r, struct.unpack(">I", answer_head)[0])
+            os.close(ans_r)
             if answer:
-                self._write_all(self.answers, answer)
+                self._write_all(self.answers, answer_head + answer)
             else:
                 _write_frame(self.answers, {"fatal": "the candidate's supervisor died"})
-            pending = self.supervisor()
+            # The supervisor has ended, its view and namespaces with it (what the candidate
+            # left in its tmpfs is no longer charged to the worker), before the next request
+            # reaches the next one.
+            os.waitpid(pid, 0)
 
     def supervisor(self):
         """Forks C, which prepares a candidate's namespaces and view and then waits for it."""

@@ -417,6 +417,8 @@ impl WarmPool {
             // The worker lives as long as the pool; each candidate has its own limits.
             spec.limits.wall = Duration::from_secs(u64::from(u32::MAX));
             spec.limits.cpu_secs = u64::from(u32::MAX);
+            // The next candidate's supervisor waits beside each run: one process more.
+            spec.limits.pids = spec.limits.pids.saturating_add(1);
             spec
         };
         let mut writable = base.writable_dirs.clone();

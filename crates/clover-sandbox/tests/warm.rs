@@ -284,6 +284,39 @@ fn a_run_measures_only_the_files_it_reads_warm_as_cold() {
     assert_eq!(pool.workers_started(), 1);
 }
 
+/// What a candidate left in its tmpfs is not charged to the next candidate: its supervisor
+/// has ended, view and all, before the next one is handed its request (the worker makes the
+/// next supervisor while a candidate runs). A candidate that fills `/dev/shm`, then one that
+/// needs most of the memory limit, which passes as it does alone.
+#[test]
+fn a_candidate_s_tmpfs_is_freed_before_the_next_one_runs() {
+    let Some(py) = clover_testkit::python() else {
+        return;
+    };
+    let Some(sb) = sandbox() else { return };
+    let path = "tests/test_clover_candidate.py";
+    let run = |text: &str| {
+        let mut run = candidate(&py, path, text);
+        run.limits.memory_bytes = 512 << 20;
+        run
+    };
+    let fill = run(
+        "def test_fill():\n    with open('/dev/shm/fill', 'wb') as f:\n        \
+         for _ in range(240):\n            f.write(b'x' * (1 << 20))\n",
+    );
+    let need = run("def test_need():\n    assert len(b'x' * (300 << 20)) == 300 << 20\n");
+    assert_eq!(need.run(&sb).unwrap().outcome, Outcome::Passed);
+    let pool = WarmPool::new();
+    for _ in 0..2 {
+        for r in [&fill, &need] {
+            let warm = r.run_warm(&sb, &pool).unwrap();
+            assert_eq!(warm.outcome, Outcome::Passed, "{:?}", warm.message);
+            assert_eq!(warm.run.limit_hit, None);
+        }
+    }
+    assert_eq!(pool.workers_started(), 1);
+}
+
 #[test]
 #[ignore = "a measurement; run with --ignored --nocapture"]
 fn cost_per_candidate() {
