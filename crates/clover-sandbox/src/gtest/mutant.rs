@@ -36,7 +36,7 @@ use super::{
     binary_cpu_time, compile_error, first_errors, is_translation_unit, run_args, sh_quote,
     sh_words, BuildPlan, CppProject, GtestResult, GtestRun, LibraryBuild, LibraryCache,
     LibraryError, BUILD_DIR, CANDIDATE_OBJ, COMPILE_FAILED, COMPILE_LOG, DEFINES_MAIN, GTEST_XML,
-    LIB_DIR, OUT_DIR, OWN_MAIN, TEST_BINARY, TIMES_BEFORE_EXEC,
+    LIB_DIR, LIST_SYMBOLS, OUT_DIR, OWN_MAIN, TEST_BINARY, TIMES_BEFORE_EXEC,
 };
 use crate::report::parse_junit;
 use crate::spec::{Collected, Limits, RunOutput, RunSpec, WriteFile};
@@ -113,6 +113,7 @@ impl GtestRun<'_> {
         let plan = self.plan(sandbox, cache, &repo);
         let script = format!(
             "if ! {} > {COMPILE_LOG} 2>&1; then : > {COMPILE_FAILED}; exit 1; fi\n\
+             {LIST_SYMBOLS}\n\
              if {DEFINES_MAIN}; then : > {OWN_MAIN}; fi\n",
             self.compile_line(&plan)
         );
