@@ -787,7 +787,6 @@ pub fn unrun_result(id: String, outcome: Outcome) -> RunResult {
     }
 }
 
-/// A candidate file's text, for [`RunKey`].
 /// What a Python response's run measures, when not all of the source folders: the files its
 /// scoring reads, those under `sources` (what coverage.py would measure of them); nothing for
 /// Task I, scored on its verdict alone; `None` (everything) when its facts do not name them.
@@ -815,6 +814,7 @@ fn measured_files(
     )
 }
 
+/// A candidate file's text, for [`RunKey`].
 fn file_text(file: &WriteFile) -> String {
     String::from_utf8_lossy(&file.contents).into_owned()
 }

@@ -740,8 +740,8 @@ class Zygote:
         # Each disposition is this fork's copy: the zygote's are untouched.
         for disp in collector.should_trace_cache.values():
             not_read(disp)
-        # What the zygote measured of other files is never reported: it is not saved either
-        # (the report saves what was measured, file by file, into coverage.py's database).
+        # What the zygote measured of other files is dropped: the report, which saves what
+        # was measured into coverage.py's database first, then names these files alone.
         for f in [f for f in collector.data if os.path.realpath(f) not in only]:
             del collector.data[f]
         ask = collector.should_trace
@@ -1834,8 +1834,6 @@ class Zygote:
         files = {}
         for f in sorted(data.measured_files()):
             key = os.path.realpath(f)
-            if self.coverage_only is not None and key not in self.coverage_only:
-                continue
             fr = None if key in self.replaced else self.reporters.get(key)
             fr = fr or PythonFileReporter(f, cov)
             try:
