@@ -706,12 +706,21 @@ class Zygote:
         self.cov.stop()
         if not report:
             return
-        if self.setup.get("save_coverage"):
-            self.save_coverage()
-        # Before the session ends, where pytest-cov writes a cold run's report: clover's
-        # plugin hashes it into the session record then.
-        if self.coverage_out:
-            self.write_coverage(self.coverage_out)
+        import warnings
+
+        from coverage.exceptions import CoverageWarning
+
+        # pytest-cov's test loop makes coverage.py's warnings (say, that no data was
+        # collected: a run that measures only a file nothing imported) show once, never
+        # raise, whatever the project's `filterwarnings`; so must the warm report.
+        with warnings.catch_warnings():
+            warnings.simplefilter("once", CoverageWarning)
+            if self.setup.get("save_coverage"):
+                self.save_coverage()
+            # Before the session ends, where pytest-cov writes a cold run's report: clover's
+            # plugin hashes it into the session record then.
+            if self.coverage_out:
+                self.write_coverage(self.coverage_out)
 
     def measure_only(self):
         """In a candidate's fork: coverage.py traces only `coverage_only` from here on, or

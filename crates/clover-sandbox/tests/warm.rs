@@ -284,6 +284,37 @@ fn a_run_measures_only_the_files_it_reads_warm_as_cold() {
     assert_eq!(pool.workers_started(), 1);
 }
 
+/// A run that measures only a file that nothing imports collects no data: in a project that
+/// turns warnings into errors, coverage.py's "no data was collected" is shown, not raised,
+/// warm as cold (pytest-cov's loop makes coverage warnings show once). The run passes with
+/// no coverage; one that imports the file reports its lines, warm as cold.
+#[test]
+fn a_run_measuring_a_file_nothing_imports_passes_where_warnings_are_errors() {
+    let Some(py) = clover_testkit::python() else {
+        return;
+    };
+    let Some(sb) = sandbox() else { return };
+    let repo = batch_repo(&[
+        (
+            "pytest.ini",
+            "[pytest]\npythonpath = .\nfilterwarnings =\n    error\n",
+        ),
+        ("pkg/m.py", "def f():\n    return 1\n"),
+        ("pkg/lazy.py", "def z():\n    return 9\n"),
+    ]);
+    let run = |test: &str| PytestRun {
+        cov_only: Some(vec!["pkg/lazy.py".into()]),
+        ..batch_candidate(&py, repo.path(), test, &["pkg"])
+    };
+    let untouched = run("import pkg.m\n\n\ndef test_f():\n    assert pkg.m.f() == 1\n");
+    let cold = passes_warm_as_cold(&untouched, &sb);
+    assert!(cold.coverage.is_empty(), "{:?}", cold.coverage);
+    let touched = run("from pkg import lazy\n\n\ndef test_z():\n    assert lazy.z() == 9\n");
+    let cold = passes_warm_as_cold(&touched, &sb);
+    assert_eq!(cold.coverage.len(), 1, "{:?}", cold.coverage);
+    assert_eq!(cold.coverage[0].path, "pkg/lazy.py");
+}
+
 /// What a candidate left in its tmpfs is not charged to the next candidate: its supervisor
 /// has ended, view and all, before the next one is handed its request (the worker makes the
 /// next supervisor while a candidate runs). A candidate that fills `/dev/shm`, then one that
