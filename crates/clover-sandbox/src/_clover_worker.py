@@ -507,9 +507,9 @@ class Zygote:
         (coverage.py parses a file anew for every report). A worker parsing every file when
         it starts parsed many that no candidate it served was scored on, and made its first
         candidate wait for all of them (0.3–0.4 s of a 0.9 s start on toolz and flask)."""
-        # (A request that has no report, as the host writes it, is not decoded here.)
         if self.cov is None or not self.setup.get("report_lines"):
             return
+        # A request that has no report, as the host writes it, is not decoded here.
         if b'"coverage_out":null' in body:
             return
         req = json.loads(body)
@@ -527,11 +527,10 @@ class Zygote:
             files = [os.path.join(self.repo, f) for f in only]
         from coverage.python import PythonFileReporter
 
-        new = False
+        new = sorted({os.path.realpath(f) for f in files} - self.reporters.keys())
         # Parsing runs no measured line: untraced, it takes a third less.
         with self.untraced():
-            for f in sorted({os.path.realpath(f) for f in files} - self.reporters.keys()):
-                fr = None
+            for f in new:
                 try:
                     fr = PythonFileReporter(f, self.cov)
                     fr.lines()
@@ -539,7 +538,6 @@ class Zygote:
                     fr = None
                 # A file that cannot be parsed is not tried again; a run parses it anew.
                 self.reporters[f] = fr
-                new = True
         if new:
             # As the zygote's own objects: a fork's collections never walk them.
             gc.freeze()
