@@ -449,6 +449,8 @@ class Zygote:
         # A candidate's supervisor's: the upper layer of its view, and a mutant batch's pipes.
         self.upper_fd = None
         self.batch_fds = None
+        # The session whose initial collection is under way (`prune_listings`).
+        self.collecting = None
         # The streams pytest writes to while it configures go nowhere (what goes wrong comes
         # back in the answer), and the channel to the host moves clear of them: no descriptor
         # pytest or a plugin duplicates now (capture, faulthandler) leads to the host.
@@ -468,6 +470,7 @@ class Zygote:
 
         if self.setup.get("coveragerc"):
             self.untraced_rewrite()
+        self.prune_listings()
         if self.setup.get("late"):
             return self.warm_late()
         self.ran = None
@@ -563,6 +566,82 @@ class Zygote:
                 importlib.import_module(name)
             except BaseException:
                 pass
+
+    def prune_listings(self):
+        """A folder on the way to a candidate's file lists only the entries on that way.
+
+        pytest (8 and later) collects a file argument by collecting each folder above it, down
+        from the rootdir: every entry of each is made a node (its hooks asked whether to
+        ignore it and what it is) and then dropped unless it is the next folder of the way or
+        the file. A candidate sits beside the repository's test files, and making nodes of
+        them all was a sixth of a warm run's work on flask. Here the listing of such a folder
+        leaves out, while a session collects its arguments, what the session would drop:
+        entries that are neither an argument, nor a folder above one, nor under a folder that
+        is one. Nothing is left out when a hook that would have been asked about those entries,
+        or that sees a folder's collected nodes, is not pytest's own (or clover's report,
+        which reads only failed folders): a project's `pytest_collect_file` would see every
+        file, as in a cold run. No entry dropped was ever collected, so no conftest or module
+        of it is imported either way."""
+        import _pytest.main
+        import _pytest.python
+
+        if not hasattr(_pytest.main, "Dir"):
+            # pytest before 8 collects a file argument without listing its folders.
+            return
+        zygote = self
+        for module in (_pytest.main, _pytest.python):
+            listing = getattr(module, "scandir", None)
+            if listing is None:
+                continue
+
+            def scandir(path, *args, _listing=listing, **kwargs):
+                entries = _listing(path, *args, **kwargs)
+                # The folder's collector (`Dir.collect`, `Package.collect` call this).
+                keep = zygote.kept(sys._getframe(1).f_locals.get("self"))
+                return entries if keep is None else [e for e in entries if keep(e.path)]
+
+            module.scandir = scandir
+
+    # The hooks asked about a folder's entries, or shown its collected nodes.
+    LISTING_HOOKS = (
+        "pytest_ignore_collect",
+        "pytest_collect_directory",
+        "pytest_collect_file",
+        "pytest_pycollect_makemodule",
+        "pytest_make_collect_report",
+        "pytest_collectreport",
+    )
+
+    def kept(self, node):
+        """Which entries the listing of `node`'s folder keeps (a test of an entry's path), or
+        None for all: `node` is not a folder of the session collecting its arguments, or the
+        folder is under one of them, or a hook of a folder's entries is not pytest's own."""
+        import pathlib
+
+        session = self.collecting
+        if session is None or node is None or getattr(node, "session", None) is not session:
+            return None
+        try:
+            # Each argument's path (pytest 8.0 and 8.1 keep them as (path, names) pairs).
+            args = [
+                pathlib.Path(part.path if hasattr(part, "path") else part[0])
+                for part in session._initial_parts
+            ]
+            folder = pathlib.Path(node.path)
+            hook = session.config.pluginmanager.hook
+            for name in self.LISTING_HOOKS:
+                for impl in getattr(hook, name).get_hookimpls():
+                    module = getattr(impl.function, "__module__", None) or ""
+                    if not (module.startswith("_pytest.") or module == "_clover_report"):
+                        return None
+        except Exception:  # noqa: BLE001 - a pytest not as expected: list everything
+            return None
+        if not args or any(folder == a or a in folder.parents for a in args):
+            return None
+        way = set(args)
+        for a in args:
+            way.update(a.parents)
+        return lambda entry: pathlib.Path(entry) in way
 
     def warm_patterns(self):
         """Compiles here, once, the patterns every candidate's run would compile for itself:
@@ -710,6 +789,14 @@ class Zygote:
                     zygote.cov.start()
                     if zygote.coverage_only is not None:
                         zygote.measure_only()
+
+            @pytest.hookimpl(wrapper=True)
+            def pytest_collection(self, session):
+                zygote.collecting = session
+                try:
+                    return (yield)
+                finally:
+                    zygote.collecting = None
 
             @pytest.hookimpl(wrapper=True)
             def pytest_runtestloop(self, session):

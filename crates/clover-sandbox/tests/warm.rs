@@ -1040,3 +1040,142 @@ fn a_batch_stops_a_mutant_that_spins_not_one_that_waits() {
     own.files.push(mutants[1].clone());
     assert_eq!(own.run(&sb).unwrap().outcome, Outcome::Passed);
 }
+
+/// Runs pytest in-process on `target` in `repo` with the worker's plugin, its folder
+/// listings pruned (`prune`) or not, and returns the ids of every node pytest made and its
+/// exit status: what the worker's forks do when they collect, without the sandbox.
+fn nodes_made(
+    py: &std::path::Path,
+    repo: &std::path::Path,
+    target: &str,
+    prune: bool,
+) -> Vec<String> {
+    let script = r#"
+import json, sys
+sys.path.insert(0, sys.argv[1])
+import pytest, _pytest.nodes
+import _clover_worker
+
+zygote = _clover_worker.Zygote.__new__(_clover_worker.Zygote)
+zygote.setup, zygote.cov, zygote.config, zygote.collecting = {}, None, None, None
+if sys.argv[3] == "prune":
+    zygote.prune_listings()
+made = []
+init = _pytest.nodes.Node.__init__
+
+def counting(self, *args, **kwargs):
+    init(self, *args, **kwargs)
+    made.append(self.nodeid)
+
+_pytest.nodes.Node.__init__ = counting
+code = pytest.main(["-q", "-p", "no:cacheprovider", sys.argv[2]], plugins=[zygote.start_coverage()])
+assert code == 0, code
+sys.__stdout__.write("\n" + json.dumps(made) + "\n")
+"#;
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let out = std::process::Command::new(py)
+        .args(["-c", script])
+        .arg(&src)
+        .arg(target)
+        .arg(if prune { "prune" } else { "all" })
+        .current_dir(repo)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_str(stdout.lines().last().unwrap()).unwrap()
+}
+
+/// pytest collects a file argument by listing each folder on the way to it and making a node
+/// of every entry, which it then drops: the worker's listings keep only the way (a sixth of a
+/// warm run's work on flask). The same tests are collected and run; the siblings and the
+/// folders beside the way are never made. Where a project's hook would be asked about the
+/// entries (`pytest_collect_file` in a conftest), every entry is listed, as cold.
+#[test]
+fn a_candidate_s_folders_list_only_the_way_to_it_unless_a_project_hook_would_see_them() {
+    let Some(py) = clover_testkit::python() else {
+        return;
+    };
+    let repo = tempfile::tempdir().unwrap();
+    write_tree(
+        repo.path(),
+        &[
+            ("pytest.ini", "[pytest]\n"),
+            ("docs/test_docs.py", "def test_docs():\n    pass\n"),
+            ("tests/test_a.py", "def test_a():\n    pass\n"),
+            ("tests/test_b.py", "def test_b():\n    pass\n"),
+            ("tests/unit/test_c.py", "def test_c():\n    pass\n"),
+            ("tests/unit/test_d.py", "def test_d():\n    pass\n"),
+        ],
+    );
+    let target = "tests/unit/test_c.py";
+    let all = nodes_made(&py, repo.path(), target, false);
+    let pruned = nodes_made(&py, repo.path(), target, true);
+    for sibling in ["tests/test_a.py", "tests/unit/test_d.py", "docs"] {
+        assert!(
+            all.iter().any(|n| n == sibling),
+            "{sibling} not made unpruned: {all:?}"
+        );
+        assert!(
+            !pruned.iter().any(|n| n == sibling),
+            "{sibling} made pruned: {pruned:?}"
+        );
+    }
+    for wanted in ["tests/unit/test_c.py", "tests/unit/test_c.py::test_c"] {
+        assert!(
+            pruned.iter().any(|n| n == wanted),
+            "{wanted} not made: {pruned:?}"
+        );
+    }
+    // A folder that is an argument is listed whole.
+    let whole = nodes_made(&py, repo.path(), "tests/unit", true);
+    assert!(
+        whole.iter().any(|n| n == "tests/unit/test_d.py::test_d"),
+        "{whole:?}"
+    );
+    assert!(!whole.iter().any(|n| n == "tests/test_a.py"), "{whole:?}");
+
+    write_tree(
+        repo.path(),
+        &[(
+            "tests/conftest.py",
+            "def pytest_collect_file(file_path, parent):\n    return None\n",
+        )],
+    );
+    let hooked = nodes_made(&py, repo.path(), target, true);
+    assert!(hooked.iter().any(|n| n == "tests/test_a.py"), "{hooked:?}");
+}
+
+/// A conftest's `pytest_collect_file` is asked about every file of the folders a cold run
+/// lists, siblings of the candidate included: warm, it is asked about the same files (the
+/// candidate fails if the hook did not see its sibling).
+#[test]
+fn a_project_s_collection_hook_sees_every_file_warm_as_cold() {
+    let Some(py) = clover_testkit::python() else {
+        return;
+    };
+    let Some(sb) = sandbox() else { return };
+    let repo = tempfile::tempdir().unwrap();
+    write_tree(
+        repo.path(),
+        &[
+            ("pytest.ini", "[pytest]\n"),
+            (
+                "tests/conftest.py",
+                "import os\n\n\ndef pytest_collect_file(file_path, parent):\n    os.environ['CLOVER_SEEN'] = os.environ.get('CLOVER_SEEN', '') + ' ' + file_path.name\n",
+            ),
+            ("tests/test_a.py", "def test_a():\n    pass\n"),
+        ],
+    );
+    let run = folders_candidate(
+        &py,
+        repo.path(),
+        "tests/test_clover_candidate.py",
+        "import os\n\n\ndef test_saw_its_sibling():\n    assert 'test_a.py' in os.environ['CLOVER_SEEN'].split()\n",
+    );
+    passes_warm_as_cold(&run, &sb);
+}
