@@ -8,6 +8,8 @@
 //!   coverage, and sentencepiece and tokenizers (the tokenizer references);
 //! - a second one at `target/clover-hf-venv` with pinned Hugging Face `datasets`, which
 //!   clover-export's tests load records and exported folders with;
+//! - a third at `target/clover-sysmon-venv` with the same pytest, pytest-cov and coverage on a
+//!   Python 3.12 or later, where the machine has one (coverage.py's `sys.monitoring` core);
 //! - the Mistral-7B tokenizer model from the PyPI package `mistral-common`, checked by sha256
 //!   and cached at `target/clover-data/tokenizer.model.v1`.
 
@@ -24,6 +26,10 @@ const PYTHON_PACKAGES: &[&str] = &[
     "coverage==7.17.3",
     "sentencepiece==0.2.3",
 ];
+
+/// The test environment of coverage.py's `sys.monitoring` core, made from a Python 3.12 or
+/// later where the machine has one: the same pytest, pytest-cov and coverage.py.
+const SYSMON_PYTHON_PACKAGES: &[&str] = &["pytest==9.2.0", "pytest-cov==7.1.0", "coverage==7.17.3"];
 
 /// Installed without their dependencies, which only fetch from the Hugging Face hub and would
 /// add pytest plugins (anyio) to the environment: `tokenizers`, the reference for
@@ -70,6 +76,8 @@ pub struct Env {
     pub python: PathBuf,
     pub tokenizer: PathBuf,
     pub hf_python: PathBuf,
+    /// The environment on a Python with `sys.monitoring`, where one was found.
+    pub sysmon_python: Option<PathBuf>,
 }
 
 impl Env {
@@ -89,6 +97,13 @@ impl Env {
             ),
             ("CLOVER_REQUIRE_TOOLS".into(), "1".into()),
         ]
+        .into_iter()
+        .chain(
+            self.sysmon_python
+                .iter()
+                .map(|p| ("CLOVER_SYSMON_PYTHON".into(), p.display().to_string())),
+        )
+        .collect()
     }
 }
 
@@ -102,11 +117,29 @@ pub fn run(root: &Path) -> Result<Env> {
     let tokenizer = tokenizer(root, &python)?;
     step("setup: Python environment for Hugging Face datasets");
     let hf_python = python_env(&root.join("target/clover-hf-venv"), HF_PYTHON_PACKAGES, &[])?;
+    step("setup: Python environment with sys.monitoring (3.12 or later)");
+    let sysmon_python = match sysmon_base_python() {
+        Some(base) => Some(python_env_from(
+            &base,
+            &root.join("target/clover-sysmon-venv"),
+            SYSMON_PYTHON_PACKAGES,
+            &[],
+        )?),
+        None => {
+            eprintln!(
+                "no Python 3.12 or later found (python3.12, python3.13, pyenv's, or \
+                 $CLOVER_SYSMON_BASE_PYTHON): the tests of coverage.py's sys.monitoring core \
+                 will skip, or fail where tools are required"
+            );
+            None
+        }
+    };
     Ok(Env {
         venv,
         python,
         tokenizer,
         hf_python,
+        sysmon_python,
     })
 }
 
@@ -159,7 +192,58 @@ pub fn base_python() -> String {
     std::env::var("CLOVER_BASE_PYTHON").unwrap_or_else(|_| "python3".into())
 }
 
+/// A Python 3.12 or later to make the `sys.monitoring` environment from:
+/// `$CLOVER_SYSMON_BASE_PYTHON`, or the first of `python3.12`, pyenv's 3.12 and 3.13 builds and
+/// `python3.13` that runs and is one.
+fn sysmon_base_python() -> Option<String> {
+    if let Ok(base) = std::env::var("CLOVER_SYSMON_BASE_PYTHON") {
+        return Some(base);
+    }
+    let pyenv = std::env::var_os("PYENV_ROOT")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".pyenv")));
+    let mut built: Vec<PathBuf> = pyenv
+        .and_then(|root| std::fs::read_dir(root.join("versions")).ok())
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.ok())
+        .filter(|e| {
+            ["3.12.", "3.13."]
+                .iter()
+                .any(|v| e.file_name().to_string_lossy().starts_with(v))
+        })
+        .map(|e| e.path().join("bin/python3"))
+        .collect();
+    built.sort();
+    std::iter::once("python3.12".to_string())
+        .chain(built.iter().map(|p| p.display().to_string()))
+        .chain(std::iter::once("python3.13".to_string()))
+        .find(|python| {
+            duct::cmd!(
+                python,
+                "-c",
+                "import sys; assert sys.version_info >= (3, 12)"
+            )
+            .stdout_null()
+            .stderr_null()
+            .unchecked()
+            .run()
+            .is_ok_and(|out| out.status.success())
+        })
+}
+
 fn python_env(venv: &Path, packages: &[&str], no_deps: &[&str]) -> Result<PathBuf> {
+    python_env_from(&base_python(), venv, packages, no_deps)
+}
+
+/// The virtual environment `venv`, made from `base` with `packages` (and `no_deps` without
+/// their dependencies), unless it is there with them already.
+fn python_env_from(
+    base: &str,
+    venv: &Path,
+    packages: &[&str],
+    no_deps: &[&str],
+) -> Result<PathBuf> {
     let python = venv.join("bin/python");
     let stamp = venv.join("clover-requirements.txt");
     let wanted = [packages, no_deps].concat().join("\n") + "\n";
@@ -168,7 +252,7 @@ fn python_env(venv: &Path, packages: &[&str], no_deps: &[&str]) -> Result<PathBu
         return Ok(python);
     }
     if !python.exists() {
-        duct::cmd!(base_python(), "-m", "venv", venv)
+        duct::cmd!(base, "-m", "venv", venv)
             .run()
             .context("cannot create the Python virtual environment (is python3-venv installed?)")?;
     }

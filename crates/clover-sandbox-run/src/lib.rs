@@ -53,8 +53,8 @@ use clover_protocol::{
 use clover_sandbox::gtest::{CppProject, GtestRun, LibraryCache, LibraryError};
 use clover_sandbox::pytest::{PytestResult, PytestRun};
 use clover_sandbox::{
-    check_relative, BatchVerdicts, CheckedInterpreters, Limits, OnceMap, RunOutput, Sandbox,
-    SandboxError, WarmPool, WriteFile,
+    check_relative, BatchVerdicts, CheckedInterpreters, Limits, OnceMap, PythonTools, RunOutput,
+    Sandbox, SandboxError, WarmPool, WriteFile,
 };
 use clover_screen::{Finding, Screen};
 
@@ -392,10 +392,15 @@ impl<'a> ResponseRunner<'a> {
 
     /// Checks `python` once, before its first run (see `clover_sandbox::check_python`), and says on stderr
     /// what it found.
-    fn check_interpreter(&self, python: &Path, repo: &Path) -> Result<(), ResponseError> {
+    fn check_interpreter(&self, python: &Path, repo: &Path) -> Result<PythonTools, ResponseError> {
         self.interpreters
             .check(self.sandbox, python, repo, |tools| {
-                clover_protocol::diag!("clover-sandbox-run: {}: {tools}", python.display());
+                let core = if tools.sysmon() {
+                    " (coverage measures with sys.monitoring)"
+                } else {
+                    ""
+                };
+                clover_protocol::diag!("clover-sandbox-run: {}: {tools}{core}", python.display());
             })?
             .map_err(ResponseError::Interpreter)
     }
@@ -554,13 +559,13 @@ impl<'a> ResponseRunner<'a> {
                     .clone()
                     .or_else(|| self.default_python.clone())
                     .ok_or_else(|| ResponseError::NoPython(cfg.name.clone()))?;
-                self.check_interpreter(&python, &cfg.root)?;
+                let tools = self.check_interpreter(&python, &cfg.root)?;
                 let targets = if response.exec.selectors.is_empty() {
                     vec![response.exec.candidate_path.clone()]
                 } else {
                     response.exec.selectors.clone()
                 };
-                let invocation = PytestRun {
+                let mut invocation = PytestRun {
                     repo: cfg.root.clone(),
                     python,
                     targets,
@@ -575,6 +580,7 @@ impl<'a> ResponseRunner<'a> {
                     env: cfg.env.iter().map(|(k, v)| (k.into(), v.into())).collect(),
                     limits,
                 };
+                invocation.measure_with_sysmon(&tools);
                 // With mutants, a warm run judges them in the same request, after its own
                 // measured run (`run_warm_measuring_mutants`).
                 let started = Instant::now();

@@ -174,7 +174,7 @@ fn direct(cli: Cli) -> anyhow::Result<()> {
         }
     }
     let sandbox = Sandbox::new()?;
-    check_python(&sandbox, &python, &repo).map_err(|e| match e {
+    let tools = check_python(&sandbox, &python, &repo).map_err(|e| match e {
         InterpreterError::Unusable { .. } => Usage(e.to_string()).into(),
         e => anyhow::Error::from(e),
     })?;
@@ -191,7 +191,7 @@ fn direct(cli: Cli) -> anyhow::Result<()> {
     } else {
         cli.cov
     };
-    let run = PytestRun {
+    let mut run = PytestRun {
         repo: repo.clone(),
         python,
         targets: vec![rel.to_string_lossy().into_owned()],
@@ -202,6 +202,7 @@ fn direct(cli: Cli) -> anyhow::Result<()> {
         env: Vec::new(),
         limits,
     };
+    run.measure_with_sysmon(&tools);
     let r = run.run(&sandbox)?;
     let result = RunResult {
         outcome: r.outcome,

@@ -13,7 +13,7 @@ use crate::spec::{
     ChannelBytes, Collected, CollectedFile, ExitStatus, Limits, RunOutput, RunSpec, WriteFile,
 };
 use crate::worker::{BatchVerdicts, ColdReason, WarmRun};
-use crate::{Sandbox, SandboxError, WarmPool};
+use crate::{PythonTools, Sandbox, SandboxError, WarmPool};
 
 /// Where reports go, relative to the repository; the sandbox user may write there.
 const OUT_DIR: &str = ".clover-out";
@@ -179,6 +179,20 @@ impl PytestRun {
         spec.files.extend(self.files.iter().cloned());
         spec.collect = vec![junit.into(), cov.into()];
         spec
+    }
+
+    /// Has coverage.py measure with `sys.monitoring` where `tools` say it reports the same
+    /// lines that way ([`PythonTools::sysmon`]), unless the run's environment names a core
+    /// already or the run records each test's lines (coverage.py's `sysmon` core has no
+    /// dynamic contexts): `COVERAGE_CORE=sysmon`, which a cold run's pytest-cov and a warm
+    /// worker's coverage.py both read, so the two measure alike.
+    pub fn measure_with_sysmon(&mut self, tools: &PythonTools) {
+        if tools.sysmon()
+            && !self.cov_contexts
+            && !self.env.iter().any(|(k, _)| k == "COVERAGE_CORE")
+        {
+            self.env.push(("COVERAGE_CORE".into(), "sysmon".into()));
+        }
     }
 
     /// Whether the run measures anything.

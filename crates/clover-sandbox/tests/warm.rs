@@ -40,6 +40,14 @@ fn candidate(py: &std::path::Path, path: &str, text: &str) -> PytestRun {
     }
 }
 
+/// The fixture's test files whose tests all pass every time.
+const FIXTURE_TESTS: [&str; 4] = [
+    "test_money.py",
+    "test_accounts.py",
+    "test_inventory.py",
+    "test_report.py",
+];
+
 /// Writes `files` (path, text) under `root`.
 fn write_tree(root: &std::path::Path, files: &[(&str, &str)]) {
     for (path, text) in files {
@@ -87,12 +95,7 @@ fn warm_runs_give_the_cold_verdicts_on_the_fixture() {
     };
     let Some(sb) = sandbox() else { return };
     let pool = WarmPool::new();
-    for name in [
-        "test_money.py",
-        "test_accounts.py",
-        "test_inventory.py",
-        "test_report.py",
-    ] {
+    for name in FIXTURE_TESTS {
         let text = std::fs::read_to_string(fixture().join("tests").join(name)).unwrap();
         let run = candidate(&py, "tests/test_clover_candidate.py", &text);
         let cold = run.run(&sb).unwrap();
@@ -1178,4 +1181,50 @@ fn a_project_s_collection_hook_sees_every_file_warm_as_cold() {
         "import os\n\n\ndef test_saw_its_sibling():\n    assert 'test_a.py' in os.environ['CLOVER_SEEN'].split()\n",
     );
     passes_warm_as_cold(&run, &sb);
+}
+
+/// On a Python with `sys.monitoring` (3.12 or later), coverage.py's `sysmon` core reports the
+/// lines its C tracer does: each test file of the fixture, measuring the whole package and
+/// measuring one file, runs cold with the C tracer, then cold and warm with `sysmon` (as
+/// `measure_with_sysmon` asks where the interpreter's check says so), with the same verdicts,
+/// tests and lines. A test of the candidate's own says which core measured it.
+#[test]
+fn coverage_s_sys_monitoring_core_reports_the_c_tracer_s_lines_warm_and_cold() {
+    let Some(py) = clover_testkit::sysmon_python() else {
+        return;
+    };
+    let Some(sb) = sandbox() else { return };
+    let tools = clover_sandbox::check_python(&sb, &py, &fixture()).unwrap();
+    assert!(tools.sysmon(), "{tools}");
+    let probe = "\n\nimport os as _os\nimport coverage as _coverage\n\n\n\
+                 def test_clover_core():\n\
+                 \x20   core = type(_coverage.Coverage.current()._collector.tracers[0]).__name__\n\
+                 \x20   want = {'sysmon': 'SysMonitor'}.get(_os.environ.get('COVERAGE_CORE'), 'CTracer')\n\
+                 \x20   assert core == want, core\n";
+    let pool = WarmPool::new();
+    for name in FIXTURE_TESTS {
+        let text = std::fs::read_to_string(fixture().join("tests").join(name)).unwrap() + probe;
+        for only in [None, Some(vec!["src/ledger/money.py".to_string()])] {
+            let mut run = candidate(&py, "tests/test_clover_candidate.py", &text);
+            run.cov_only = only.clone();
+            let ctrace = run.run(&sb).unwrap();
+            assert_eq!(
+                ctrace.outcome,
+                Outcome::Passed,
+                "{name}: {:?}",
+                ctrace.message
+            );
+            assert!(!ctrace.coverage.is_empty(), "{name} {only:?}");
+            run.measure_with_sysmon(&tools);
+            assert!(run
+                .env
+                .iter()
+                .any(|(k, v)| k == "COVERAGE_CORE" && v == "sysmon"));
+            let cold = run.run(&sb).unwrap();
+            assert_eq!(verdict(&cold), verdict(&ctrace), "{name} {only:?}");
+            let warm = run.run_warm(&sb, &pool).unwrap();
+            assert!(warm.message.is_none(), "{name}: {:?}", warm.message);
+            assert_eq!(verdict(&warm), verdict(&ctrace), "{name} {only:?}");
+        }
+    }
 }

@@ -82,6 +82,18 @@ pub fn python() -> Option<PathBuf> {
     )
 }
 
+/// The Python 3.12 or later of the `sys.monitoring` test environment (pytest, pytest-cov,
+/// coverage), which `cargo xtask setup` makes where the machine has such a Python.
+pub fn sysmon_python() -> Option<PathBuf> {
+    require(
+        "a Python 3.12 or later with pytest (target/clover-sysmon-venv)",
+        from_env_or(
+            "CLOVER_SYSMON_PYTHON",
+            workspace_root().join("target/clover-sysmon-venv/bin/python"),
+        ),
+    )
+}
+
 /// The Mistral-7B tokenizer model.
 pub fn tokenizer_model() -> Option<PathBuf> {
     require(
