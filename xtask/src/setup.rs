@@ -19,17 +19,13 @@ use anyhow::{bail, Context, Result};
 
 use crate::step;
 
-/// Python packages of the test environment. Changing this list rebuilds the environment.
-const PYTHON_PACKAGES: &[&str] = &[
-    "pytest==9.2.0",
-    "pytest-cov==7.1.0",
-    "coverage==7.17.3",
-    "sentencepiece==0.2.3",
-];
+/// pytest, pytest-cov and coverage.py, pinned: in the test environment, and alone in the
+/// `sys.monitoring` one (made from a Python 3.12 or later where the machine has one).
+/// Changing a pin rebuilds both environments.
+const PYTEST_PACKAGES: &[&str] = &["pytest==9.2.0", "pytest-cov==7.1.0", "coverage==7.17.3"];
 
-/// The test environment of coverage.py's `sys.monitoring` core, made from a Python 3.12 or
-/// later where the machine has one: the same pytest, pytest-cov and coverage.py.
-const SYSMON_PYTHON_PACKAGES: &[&str] = &["pytest==9.2.0", "pytest-cov==7.1.0", "coverage==7.17.3"];
+/// The rest of the test environment: the tokenizer reference.
+const TOKENIZER_PACKAGES: &[&str] = &["sentencepiece==0.2.3"];
 
 /// Installed without their dependencies, which only fetch from the Hugging Face hub and would
 /// add pytest plugins (anyio) to the environment: `tokenizers`, the reference for
@@ -112,7 +108,8 @@ pub fn run(root: &Path) -> Result<Env> {
     debian_packages()?;
     step("setup: Python environment");
     let venv = root.join("target/clover-venv");
-    let python = python_env(&venv, PYTHON_PACKAGES, PYTHON_PACKAGES_NO_DEPS)?;
+    let packages = [PYTEST_PACKAGES, TOKENIZER_PACKAGES].concat();
+    let python = python_env(&venv, &packages, PYTHON_PACKAGES_NO_DEPS)?;
     step("setup: tokenizer model");
     let tokenizer = tokenizer(root, &python)?;
     step("setup: Python environment for Hugging Face datasets");
@@ -122,7 +119,7 @@ pub fn run(root: &Path) -> Result<Env> {
         Some(base) => Some(python_env_from(
             &base,
             &root.join("target/clover-sysmon-venv"),
-            SYSMON_PYTHON_PACKAGES,
+            PYTEST_PACKAGES,
             &[],
         )?),
         None => {
