@@ -73,9 +73,28 @@ pub enum InterpreterError {
     Sandbox(#[from] SandboxError),
 }
 
-/// What the check runs: imports of the three packages, their versions on one line.
-const PROBE: &str = "import sys, pytest, pytest_cov, coverage\n\
-print(sys.version.split()[0], pytest.__version__, pytest_cov.__version__, coverage.__version__)";
+/// What the check runs: the versions of the three packages on one line. Each is read from its
+/// installed distribution when the module an import would load is that distribution's (found,
+/// not imported: importing pytest alone is about 0.2 s, the whole check then 0.08 s instead
+/// of 0.28 s); else (a module shadowed by another of its name, one with no distribution) the
+/// three are imported and their own `__version__` read, which also says what is missing.
+const PROBE: &str = r#"import os, sys
+try:
+    from importlib.metadata import distribution
+    from importlib.util import find_spec
+
+    found = []
+    for module, name in (("pytest", "pytest"), ("pytest_cov", "pytest-cov"), ("coverage", "coverage")):
+        spec, dist = find_spec(module), distribution(name)
+        home = os.path.realpath(dist.locate_file(""))
+        if not os.path.realpath(spec.origin).startswith(home + os.sep):
+            raise ImportError(module)
+        found.append(dist.version)
+except Exception:
+    import pytest, pytest_cov, coverage
+    found = [pytest.__version__, pytest_cov.__version__, coverage.__version__]
+print(sys.version.split()[0], *found)
+"#;
 
 /// Runs `python` in the sandbox (in a view of `repo`, as the runs will) and returns the
 /// versions of Python, pytest, pytest-cov and coverage.py, or why they cannot be had.

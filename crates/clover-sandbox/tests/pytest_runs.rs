@@ -18,15 +18,20 @@ fn project() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/pytest/project")
 }
 
+/// The sandbox, or `None` (a skip, or a failure under `CLOVER_REQUIRE_TOOLS=1`) without it.
+fn sandbox() -> Option<Sandbox> {
+    match Sandbox::new() {
+        Ok(sb) => Some(sb),
+        Err(e) => clover_testkit::require(&format!("the sandbox ({e})"), None),
+    }
+}
+
 fn run(
     py: &Path,
     files: Vec<WriteFile>,
     target: &str,
 ) -> Option<clover_sandbox::pytest::PytestResult> {
-    let sb = match Sandbox::new() {
-        Ok(sb) => sb,
-        Err(e) => return clover_testkit::require(&format!("the sandbox ({e})"), None),
-    };
+    let sb = sandbox()?;
     let r = PytestRun {
         repo: project(),
         python: py.to_path_buf(),
@@ -74,13 +79,7 @@ fn sandboxed_pytest_matches_the_bare_report() {
 #[test]
 fn same_named_modules_of_two_sources_keep_their_lines() {
     let Some(py) = venv_python() else { return };
-    let sb = match Sandbox::new() {
-        Ok(sb) => sb,
-        Err(e) => {
-            clover_testkit::require::<()>(&format!("the sandbox ({e})"), None);
-            return;
-        }
-    };
+    let Some(sb) = sandbox() else { return };
     let r = PytestRun {
         repo: Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/pytest/twins"),
         python: py,
@@ -211,4 +210,41 @@ fn tampered_reports_are_never_believed() {
     // The forged report is the one read (the real one covers more than line 3).
     assert_eq!(r.coverage[0].lines.iter().collect::<Vec<_>>(), [3]);
     assert!(!project().join("src/calc/link.py").exists());
+}
+
+/// The interpreter check reports the versions an import loads: read from the installed
+/// distributions, they are the modules' own `__version__`; where the repository holds a module
+/// of the same name (`coverage/`, first on the path of `python -c` in the repository), that
+/// module's.
+#[test]
+fn the_interpreter_check_reports_the_versions_an_import_loads() {
+    let Some(py) = venv_python() else { return };
+    let Some(sb) = sandbox() else { return };
+    let imported = std::process::Command::new(&py)
+        .args([
+            "-c",
+            "import sys, pytest, pytest_cov, coverage\n\
+             print(sys.version.split()[0], pytest.__version__, pytest_cov.__version__, coverage.__version__)",
+        ])
+        .current_dir(std::env::temp_dir())
+        .output()
+        .unwrap();
+    let imported = String::from_utf8(imported.stdout).unwrap();
+    let tools = clover_sandbox::check_python(&sb, &py, &project()).unwrap();
+    let found = format!(
+        "{} {} {} {}",
+        tools.python, tools.pytest, tools.pytest_cov, tools.coverage
+    );
+    assert_eq!(found, imported.trim());
+
+    let repo = tempfile::tempdir().unwrap();
+    std::fs::create_dir(repo.path().join("coverage")).unwrap();
+    std::fs::write(
+        repo.path().join("coverage/__init__.py"),
+        "__version__ = '0.1.shadow'\n",
+    )
+    .unwrap();
+    let shadowed = clover_sandbox::check_python(&sb, &py, repo.path()).unwrap();
+    assert_eq!(shadowed.coverage, "0.1.shadow");
+    assert_eq!(shadowed.pytest, tools.pytest);
 }
