@@ -1,7 +1,7 @@
 """clover calibrate's pytest plugin: per-test coverage contexts, and their report.
 
 Loaded with `-p _clover_calibrate` (its folder on PYTHONPATH) into the pytest process that
-pytest-cov measures, so the report needs no second interpreter. It does four things:
+pytest-cov measures, so the report needs no second interpreter. It does five things:
 
 * It keeps coverage.py measuring while pytest loads conftests and collects, in the empty
   context. Whatever runs then (module level, class bodies, decorators, and the bodies of
@@ -29,6 +29,13 @@ pytest-cov measures, so the report needs no second interpreter. It does four thi
   left out for the files `CLOVER_KNOWN_STATEMENTS` (a JSON file, `{FILE: [SIZE, MTIME_NS]}`)
   names with the size and time of change the file still has, whose lines calibrate has from
   an earlier run of the same repository.
+* It runs each test in a child forked from the process that collected them
+  (`pytest_runtest_protocol`): the test starts from the state of a process that collected the
+  same files and ran no test, whatever the tests before it initialised or cached, as one
+  pytest run per test starts it, and its fixtures, up to the session's, are set up and torn
+  down in the child. The child sends its reports and lines back; a test that ends its process
+  is an error of that test alone. Where the lines cannot be taken (see above) or another
+  plugin runs the test protocol, the tests share the process instead.
 * It lets the empty test (`def test_clover_empty(self, **parameters)`) collect under a
   class-level or module-level `parametrize`, by showing pytest the parameters' names as its
   signature; pytest refuses a test that takes none of an enclosing mark's arguments.
@@ -40,9 +47,11 @@ A failure here never changes the tests' outcome: it is written to stderr and the
 left unwritten, which calibrate reports as a missing coverage report.
 """
 
+import gc
 import inspect
 import json
 import os
+import pickle
 import sys
 
 import coverage
@@ -166,6 +175,137 @@ def pytest_runtest_setup(item):
             _context = context
             return
     cov.switch_context(context)
+
+
+# Whether each test runs in a child forked from the process that collected them (decided at
+# the first test: `_forks_tests`).
+_forking = None
+
+
+def _forks_tests(item):
+    """Whether tests run in forks: the lines can be taken from the collector (the child's
+    lines come back as data, not through coverage.py's database) and nothing but pytest
+    itself runs a test's protocol (a plugin that does, `pytest-rerunfailures` say, runs it
+    its own way)."""
+    global _forking, _taking
+    if _forking is not None:
+        return _forking
+    _forking = False
+    cov = coverage.Coverage.current()
+    if cov is None or not hasattr(os, "fork") or not _taking:
+        return False
+    for impl in item.config.hook.pytest_runtest_protocol.get_hookimpls():
+        wraps = getattr(impl, "hookwrapper", False) or getattr(impl, "wrapper", False)
+        module = getattr(impl.plugin, "__name__", "") or type(impl.plugin).__module__
+        if not wraps and impl.plugin is not sys.modules[__name__] and not (
+            module == "_pytest" or module.startswith("_pytest.")
+        ):
+            return False
+    # What collection ran is the empty context's, here as in a run without forks.
+    _taking = _take(cov)
+    _forking = _taking
+    if _forking:
+        # What collection made stays as it is in every child: a collection there would
+        # otherwise touch, and so copy, every page of it.
+        gc.collect()
+        gc.freeze()
+    return _forking
+
+
+def _crash_reports(item, message):
+    """The reports of a test whose child died before it said how the test went: an error of
+    its setup (the process, not an assertion, failed), and a teardown that closes it."""
+    from _pytest.reports import TestReport
+
+    keywords = {k: 1 for k in item.keywords}
+    return [
+        TestReport(item.nodeid, item.location, keywords, "failed", message, "setup"),
+        TestReport(item.nodeid, item.location, keywords, "passed", None, "teardown"),
+    ]
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_protocol(item, nextitem):
+    """Runs the test in a child forked from this process, which has collected every test and
+    run none: each test starts from the state a process that collected the same files starts
+    it from, whatever the tests before it initialised or cached, and its setup, call and
+    teardown (every fixture's, up to the session's, torn down with it) are its context's. The
+    child sends back its reports and its lines; the reports are logged here, as pytest logs
+    its own. The hook wrappers around this one (warnings filters, logging) are set up here
+    before the fork, so the child runs under them."""
+    if not _forks_tests(item):
+        return None
+    config = item.config
+    ihook = item.ihook
+    ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
+    out = os.memfd_create("clover-test")
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:
+        _run_in_child(item, out)
+    _, wait = os.waitpid(pid, 0)
+    code = os.waitstatus_to_exitcode(wait)
+    with os.fdopen(out, "rb") as f:
+        f.seek(0)
+        try:
+            sent = pickle.load(f)
+        except Exception:  # noqa: BLE001 - the child died before it wrote
+            sent = None
+    if code == 0 and isinstance(sent, tuple):
+        sent, lines = sent
+        reports = [config.hook.pytest_report_from_serializable(config=config, data=d) for d in sent]
+        for context, by_file in lines.items():
+            into = _taken.setdefault(context, {})
+            for name, ls in by_file.items():
+                into.setdefault(name, set()).update(ls)
+    else:
+        died = f"was killed by signal {-code}" if code < 0 else f"exited with status {code}"
+        why = f": {sent}" if isinstance(sent, str) else ""
+        reports = _crash_reports(item, f"the test's process {died}{why}")
+    for report in reports:
+        ihook.pytest_runtest_logreport(report=report)
+    ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
+    return True
+
+
+def _run_in_child(item, out):
+    """The child's part: runs `item` (its fixtures torn down after it, whatever their scope),
+    writes its reports and lines to the file `out` and exits, never returning into pytest."""
+    global _taken, _context
+    from _pytest.runner import runtestprotocol
+
+    status = 70
+    # What the parent measured stays referenced: freeing it here would write to (and so copy)
+    # every page it is on.
+    parent = (_taken, _context)  # noqa: F841
+    try:
+        config = item.config
+        cov = coverage.Coverage.current()
+        cov._collector._clear_data()
+        _taken, _context = {}, ""
+        reports = runtestprotocol(item, log=False, nextitem=None)
+        if not _take(cov):
+            raise RuntimeError("coverage.py's collector changed while the test ran")
+        lines = {c: {f: sorted(ls) for f, ls in t.items()} for c, t in _taken.items() if c}
+        sent = [config.hook.pytest_report_to_serializable(config=config, report=r) for r in reports]
+        with os.fdopen(out, "wb", closefd=False) as f:
+            pickle.dump((sent, lines), f)
+        status = 0
+    except BaseException as e:  # noqa: BLE001 - the parent reports it as the test's error
+        try:
+            with os.fdopen(out, "wb", closefd=False) as f:
+                f.seek(0)
+                f.truncate()
+                pickle.dump(repr(e), f)
+        except BaseException:  # noqa: BLE001
+            pass
+    finally:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(status)
 
 
 @pytest.hookimpl(trylast=True)

@@ -328,17 +328,17 @@ fn a_problem_file_that_does_not_collect_costs_only_its_own_problem() {
     }
 }
 
-/// The fast path (one process per test file) sees the lines the per-test path sees. Not for
-/// every package: a line a process runs once whatever test comes first (a lazy cache: six's
-/// `six.moves` attributes, toolz's module `__getattr__` that caches `__version__`) goes to the
-/// first test that needs it in the fast path and to every such test in the per-test path.
+/// The fast path (one process per test file) sees the lines the per-test path sees, on the
+/// packages whose lazy caches (six's `six.moves` attributes, toolz's module `__getattr__` that
+/// caches `__version__`) made them differ while the tests of a file shared a process: each
+/// test now runs in a fork of the process that collected them.
 #[test]
 fn corpus_fast_path_equals_per_test_path() {
     let (Some(manifest), Some(())) = (clover_testkit::corpus_manifest(), clover_testkit::root())
     else {
         return;
     };
-    for name in ["itsdangerous", "markupsafe"] {
+    for name in ["six", "toolz"] {
         let repo = &RepoConfig::resolve(Some(&manifest), Some(name), None).unwrap()[0];
         let dir = tempfile::tempdir().unwrap();
         let problems = extract(repo);
@@ -556,6 +556,19 @@ fn calibrate_pyedge(
     String,
     serde_json::Value,
 )> {
+    let runs = runs.to_string();
+    calibrate_pyedge_with(problems, &["--runs", &runs])
+}
+
+/// [`calibrate_pyedge`] with calibrate's arguments but the repository's.
+fn calibrate_pyedge_with(
+    problems: &[Problem],
+    extra: &[&str],
+) -> Option<(
+    BTreeMap<String, CalibratedProblem>,
+    String,
+    serde_json::Value,
+)> {
     let (Some(python), Some(())) = (clover_testkit::python(), clover_testkit::root()) else {
         return None;
     };
@@ -564,8 +577,7 @@ fn calibrate_pyedge(
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/pyedge");
     let args = python_args(&python, &fixture);
     let mut a = args_ref(&args);
-    let runs = runs.to_string();
-    a.extend(["--runs", &runs]);
+    a.extend(extra);
     Some(calibrate_with_summary(&input, &a))
 }
 
@@ -584,6 +596,52 @@ fn lines_in(files: &[FileCoverage], path: &str) -> Vec<u32> {
         .find(|f| f.path == path)
         .map(|f| f.lines.iter().collect())
         .unwrap_or_default()
+}
+
+/// Each test runs in a fork of the process that collected its group (`_clover_calibrate.py`):
+/// a table a module builds on its first call is in the lines of every test that calls it, not
+/// only of the first (a module-scoped fixture is set up for each), so one process per test
+/// file sees what one per problem sees, warm and cold; and a test that ends its process costs
+/// only its own problem.
+#[test]
+fn every_test_starts_from_the_collected_state_and_one_that_ends_its_process_costs_itself() {
+    let mut problems = pyedge("test_rates.py");
+    problems.extend(pyedge("test_dies.py"));
+    assert_eq!(problems.len(), 4);
+    let Some((fast, stderr, _)) = calibrate_pyedge(&problems, 1) else {
+        return;
+    };
+    for test in ["test_convert_eur", "test_convert_usd"] {
+        let r = &fast[&format!("pyedge/tests/test_rates.py::{test}")];
+        assert!(r.exclusion.is_none(), "{test}: {:?} {stderr}", r.exclusion);
+        let lines = lines_in(&r.base, "src/a/rates.py");
+        assert!(
+            lines.contains(&7),
+            "{test} does not build the table: {lines:?}"
+        );
+        assert!(!lines_in(&r.empty, "src/a/rates.py").contains(&7), "{test}");
+    }
+    let dies = &fast["pyedge/tests/test_dies.py::test_ends_its_process"];
+    let e = dies
+        .exclusion
+        .as_ref()
+        .expect("the test that ends its process");
+    assert_eq!(e.reason, ExclusionReason::Error, "{}", e.detail);
+    assert!(e.detail.contains("exited with status 3"), "{}", e.detail);
+    let after = &fast["pyedge/tests/test_dies.py::test_shout_after"];
+    assert!(after.exclusion.is_none(), "{:?} {stderr}", after.exclusion);
+    assert_eq!(lines_in(&after.base, "src/a/util.py"), vec![2]);
+    for other in [
+        &["--runs", "1", "--per-test"][..],
+        &["--runs", "1", "--cold"],
+    ] {
+        let (records, _, _) = calibrate_pyedge_with(&problems, other).unwrap();
+        assert_same_lines(&fast, &records);
+        assert_eq!(
+            records["pyedge/tests/test_dies.py::test_ends_its_process"].exclusion, dies.exclusion,
+            "{other:?}"
+        );
+    }
 }
 
 #[test]

@@ -1,0 +1,11 @@
+import os
+
+from a.util import shout
+
+
+def test_ends_its_process():
+    os._exit(3)
+
+
+def test_shout_after():
+    assert shout("x") == "X"
