@@ -24,7 +24,7 @@
 //! excludes its own problems (`collection_error`), as does a class in it that does not
 //! collect; the rest of its group runs without it. A test whose every case was skipped is
 //! `no_tests`. Exclusion details are steadied ([`steady_text`]: addresses, temporary paths,
-//! durations), so that two calibrations write the same bytes.
+//! dates with times, durations; before a long one is cut), so that two calibrations write the same bytes.
 //!
 //! Lines run at import or collection time are attributed to no test (they belong to
 //! coverage.py's empty context) in both paths alike; `base` and `empty` are the lines run

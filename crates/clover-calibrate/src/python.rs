@@ -849,7 +849,9 @@ fn judge(obs: &[Observation]) -> Option<Exclusion> {
         _ if first.collection_error => ExclusionReason::CollectionError,
         _ => ExclusionReason::Error,
     };
-    let mut detail = first.message.clone().unwrap_or_default();
+    // Steadied before it is cut: a temporary path or an address of another length would
+    // move the cut.
+    let mut detail = crate::steady_text(first.message.as_deref().unwrap_or_default());
     if detail.len() > 2000 {
         let mut cut = 2000;
         while !detail.is_char_boundary(cut) {

@@ -1,10 +1,11 @@
 //! Text that comes out the same in every run: calibrate's output must be byte-identical when
 //! the repository and the problems are, but the messages of a failing test carry what one
 //! process happened to see — an object's address (`<Foo object at 0x7f03b74d26e0>`), a
-//! temporary folder (`/tmp/pytest-of-root/pytest-3/test_x0`), a duration (`in 0.12s`).
+//! temporary folder (`/tmp/pytest-of-root/pytest-3/test_x0`), a duration (`in 0.12s`), the
+//! clock's date and time in a log line (`[2026-12-03 07:33:15,588] ERROR`).
 
-/// `text` with memory addresses, temporary paths and durations replaced by `…` forms:
-/// `0x…`, `/tmp/…`, `…s`.
+/// `text` with memory addresses, temporary paths, dates with times and durations replaced by
+/// `…` forms: `0x…`, `/tmp/…`, `…`, `…s`.
 pub fn steady_text(text: &str) -> String {
     let b = text.as_bytes();
     let mut out = String::with_capacity(text.len());
@@ -20,6 +21,11 @@ pub fn steady_text(text: &str) -> String {
             }
             if let Some(end) = temp_path(b, i) {
                 out.push_str("/tmp/…");
+                i = end;
+                continue;
+            }
+            if let Some(end) = date_time(b, i) {
+                out.push('…');
                 i = end;
                 continue;
             }
@@ -61,6 +67,34 @@ fn temp_path(b: &[u8], i: usize) -> Option<usize> {
         .take_while(|c| !c.is_ascii_whitespace() && !b"'\"`)]>,".contains(c))
         .count();
     Some(i + len)
+}
+
+/// The end of a date and time at `i`, as logging and `datetime` print the clock's
+/// (`2026-12-03 07:33:15,588`, `2026-12-03T07:33:15.588123`): a date alone stays.
+fn date_time(b: &[u8], i: usize) -> Option<usize> {
+    let shape = b"dddd-dd-dd dd:dd:dd";
+    let text = b.get(i..i + shape.len())?;
+    let fits = shape.iter().zip(text).all(|(s, c)| match s {
+        b'd' => c.is_ascii_digit(),
+        b' ' => *c == b' ' || *c == b'T',
+        _ => c == s,
+    });
+    if !fits {
+        return None;
+    }
+    let mut end = i + shape.len();
+    if matches!(b.get(end), Some(b'.' | b',')) {
+        let frac = b[end + 1..]
+            .iter()
+            .take_while(|c| c.is_ascii_digit())
+            .count();
+        if frac > 0 {
+            end += 1 + frac;
+        }
+    }
+    b.get(end)
+        .is_none_or(|c| !c.is_ascii_alphanumeric())
+        .then_some(end)
 }
 
 /// The end of a duration at `i`: a decimal number and a unit of time (`0.12s`, `1.5 ms`,
@@ -133,5 +167,12 @@ mod tests {
             steady_text("<F at 0x7faaaaaaaaa2> in 0.35s")
         );
         assert_eq!(steady_text("é 0x1234567 ü"), "é 0x… ü");
+        // The clock's date and time, as logging prints it; a date alone stays.
+        assert_eq!(
+            steady_text("'[2026-12-03 07:33:15,588] ERROR in app: x' at 2026-12-03T07:33:15.5 UTC"),
+            "'[…] ERROR in app: x' at … UTC"
+        );
+        let dates = "released 2026-12-03, 2026-12-03 07:33 and 12026-12-03 07:33:15";
+        assert_eq!(steady_text(dates), dates);
     }
 }

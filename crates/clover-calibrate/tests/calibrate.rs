@@ -722,18 +722,26 @@ fn lines_that_vary_outside_what_the_benchmark_uses_are_not_flaky() {
     assert_eq!(summary["pyedge"]["kept"], 2, "{summary}");
 }
 
-/// A failure message holds an object's address; two calibrations write the same bytes.
+/// Failure messages hold an object's address and a log line's date and time; two
+/// calibrations write the same bytes.
 #[test]
 fn output_is_byte_identical_across_calibrations() {
-    let problems = pyedge("test_address.py");
-    assert_eq!(problems.len(), 1);
+    let mut problems = pyedge("test_address.py");
+    problems.extend(pyedge("test_logline.py"));
+    assert_eq!(problems.len(), 2);
     let out = |i: usize| {
         let (records, _, _) = calibrate_pyedge(&problems, 1)?;
         let r = &records["pyedge/tests/test_address.py::test_box_is_none"];
         let e = r.exclusion.as_ref().expect("the failing test is excluded");
         assert_eq!(e.reason, ExclusionReason::Failed);
         assert!(e.detail.contains("object at 0x…>"), "{i}: {}", e.detail);
-        Some(serde_json::to_vec(r).unwrap())
+        let logged = &records["pyedge/tests/test_logline.py::test_log_line_is_the_message"];
+        let e = logged
+            .exclusion
+            .as_ref()
+            .expect("the failing test is excluded");
+        assert!(e.detail.contains("in '[…] boom'"), "{i}: {}", e.detail);
+        Some(serde_json::to_vec(&[r, logged]).unwrap())
     };
     assert_eq!(out(1), out(2));
 }
