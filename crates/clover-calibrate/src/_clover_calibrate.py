@@ -245,7 +245,8 @@ def pytest_runtest_protocol(item, nextitem):
     if pid == 0:
         _run_in_child(item, out)
     _, wait = os.waitpid(pid, 0)
-    code = os.waitstatus_to_exitcode(wait)
+    # (`os.waitstatus_to_exitcode` is Python 3.9's.)
+    code = -os.WTERMSIG(wait) if os.WIFSIGNALED(wait) else os.WEXITSTATUS(wait)
     with os.fdopen(out, "rb") as f:
         f.seek(0)
         try:

@@ -511,7 +511,7 @@ fn the_empty_test_is_built_once_per_repository() {
     let fixture = clover_testkit::fixture("cpp");
     let repo = &RepoConfig::resolve(None, None, Some(&fixture)).unwrap()[0];
     let problems = extract(repo);
-    assert_eq!(problems.len(), 4);
+    assert_eq!(problems.len(), 5);
     let input = write_problems(dir.path(), &problems);
     let f = fixture.display().to_string();
     let (records, stderr, summary) = calibrate_with_summary(&input, &["--repo", &f, "--runs", "1"]);
@@ -607,7 +607,7 @@ fn lines_in(files: &[FileCoverage], path: &str) -> Vec<u32> {
 fn every_test_starts_from_the_collected_state_and_one_that_ends_its_process_costs_itself() {
     let mut problems = pyedge("test_rates.py");
     problems.extend(pyedge("test_dies.py"));
-    assert_eq!(problems.len(), 4);
+    assert_eq!(problems.len(), 5);
     let Some((fast, stderr, _)) = calibrate_pyedge(&problems, 1) else {
         return;
     };
@@ -628,6 +628,13 @@ fn every_test_starts_from_the_collected_state_and_one_that_ends_its_process_cost
         .expect("the test that ends its process");
     assert_eq!(e.reason, ExclusionReason::Error, "{}", e.detail);
     assert!(e.detail.contains("exited with status 3"), "{}", e.detail);
+    let killed = &fast["pyedge/tests/test_dies.py::test_kills_its_process"];
+    let e = killed
+        .exclusion
+        .as_ref()
+        .expect("the test that kills its process");
+    assert_eq!(e.reason, ExclusionReason::Error, "{}", e.detail);
+    assert!(e.detail.contains("was killed by signal 9"), "{}", e.detail);
     let after = &fast["pyedge/tests/test_dies.py::test_shout_after"];
     assert!(after.exclusion.is_none(), "{:?} {stderr}", after.exclusion);
     assert_eq!(lines_in(&after.base, "src/a/util.py"), vec![2]);
