@@ -511,7 +511,7 @@ fn the_empty_test_is_built_once_per_repository() {
     let fixture = clover_testkit::fixture("cpp");
     let repo = &RepoConfig::resolve(None, None, Some(&fixture)).unwrap()[0];
     let problems = extract(repo);
-    assert_eq!(problems.len(), 5);
+    assert_eq!(problems.len(), 4);
     let input = write_problems(dir.path(), &problems);
     let f = fixture.display().to_string();
     let (records, stderr, summary) = calibrate_with_summary(&input, &["--repo", &f, "--runs", "1"]);
