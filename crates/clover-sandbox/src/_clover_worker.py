@@ -9,12 +9,13 @@ and starts the session. Then it freezes its heap and serves requests, one at a t
 the host (length-prefixed JSON on the descriptor that was stdin; answers on the one that was
 stdout):
 
-  zygote ── fork ──> C: new mount, pid, network and IPC namespaces; a fresh overlay over the
-                        repository (the worker's view is its lower layer), fresh /tmp and
-                        /dev/shm; writes the candidate's files; waits for G under the wall
-                        clock; reads the reports back without following symlinks; answers
-                     G: pid 1 of the new pid namespace: mounts its /proc, reaps, and kills
-                        whatever is left when the runner ends (as the cold supervisor does)
+  zygote ── fork ──> C: pid 1 of a new pid namespace (the zygote forks it into one), new
+                        mount, network and IPC namespaces; a fresh overlay over the
+                        repository (the worker's view is its lower layer), fresh /tmp,
+                        /dev/shm and /proc; writes the candidate's files; forks H; reaps,
+                        and kills whatever is left when H ends (as the cold supervisor
+                        does), all under the wall clock; reads the reports back without
+                        following symlinks; answers
                      H: the runner: limits, its own session, uid/gid 65534 with every
                         capability gone; collects and runs the candidate's targets in the
                         forked pytest session; writes the JUnit report (pytest's plugin)
@@ -61,6 +62,7 @@ SANDBOX_ID = 65534
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.mount.argtypes = [ctypes.c_char_p] * 3 + [ctypes.c_ulong, ctypes.c_char_p]
 _libc.umount2.argtypes = [ctypes.c_char_p, ctypes.c_int]
+_libc.setns.argtypes = [ctypes.c_int, ctypes.c_int]
 
 
 def _check(r, what):
@@ -456,6 +458,8 @@ class Zygote:
         # pytest or a plugin duplicates now (capture, faulthandler) leads to the host.
         self.requests = os.dup(0)
         self.answers = os.dup(1)
+        # The zygote's own pid namespace, for its children's after each supervisor's fork.
+        self.pid_ns = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
         null = os.open("/dev/null", os.O_RDWR)
         for fd in (0, 1, 2):
             os.dup2(null, fd)
@@ -964,14 +968,26 @@ class Zygote:
             os.waitpid(pid, 0)
 
     def supervisor(self):
-        """Forks C, which prepares a candidate's namespaces and view and then waits for it."""
+        """Forks C, which prepares a candidate's namespaces and view and then waits for it.
+
+        C is forked into a pid namespace of its own, whose pid 1 it is: it reaps what the
+        candidate leaves and kills the rest when the runner ends, as the cold supervisor
+        does, so the runner is C's own fork (one fork of the zygote's image a candidate, not
+        two, and nothing of that image to tear down between its end and the answer)."""
         req_r, req_w = os.pipe()
         ans_r, ans_w = os.pipe()
-        pid = os.fork()
+        _check(_libc.unshare(CLONE_NEWPID), "unshare")
+        pid = None
+        try:
+            pid = os.fork()
+        finally:
+            if pid != 0:
+                # The zygote's next children are in its own namespace again.
+                _check(_libc.setns(self.pid_ns, CLONE_NEWPID), "setns")
         if pid == 0:
             code = 1
             try:
-                for fd in (req_w, ans_r, self.requests, self.answers):
+                for fd in (req_w, ans_r, self.requests, self.answers, self.pid_ns):
                     os.close(fd)
                 _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
                 problem = None
@@ -1008,7 +1024,7 @@ class Zygote:
     def prepare_view(self):
         setup = self.setup
         _check(
-            _libc.unshare(CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC),
+            _libc.unshare(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC),
             "unshare",
         )
         _mount(None, "/", None, MS_REC | MS_PRIVATE, None)
@@ -1041,6 +1057,9 @@ class Zygote:
         # asks whether a run changed the view.
         self.upper_fd = upper
         os.chown(repo, SANDBOX_ID, SANDBOX_ID)
+        # The /proc of C's pid namespace: the candidate's processes alone (and C, whose
+        # entries hidepid=2 hides from them).
+        _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "hidepid=2")
         self._loopback_up()
 
     def candidate(self, req, answer_fd):
@@ -1113,20 +1132,19 @@ class Zygote:
                 self._makedirs(path)
                 os.chown(path, SANDBOX_ID, SANDBOX_ID)
         start = time.monotonic()
-        g = os.fork()
-        if g == 0:
+        h = os.fork()
+        if h == 0:
             try:
                 for fd in (answer_fd, out_r, err_r, ch_r, ev_r, ctl_w, self.upper_fd):
                     if fd is not None:
                         os.close(fd)
-                self.init(req, out_fd, err_fd, ch_fd)
             except BaseException:
                 try:
                     os.write(err_fd, traceback.format_exc().encode())
                 except BaseException:
                     pass
-            finally:
                 os._exit(127)
+            self.run_and_exit(lambda: self.runner(req, out_fd, err_fd, ch_fd))
         os.close(out_fd)
         os.close(err_fd)
         deadline = start + lim["wall_ms"] / 1000.0
@@ -1181,25 +1199,41 @@ class Zygote:
         poller = select.poll()
         for fd in streams:
             poller.register(fd, select.POLLIN)
+        # Each process of the candidate that ends wakes C, which reaps it at once (the
+        # orphans come to C, pid 1 of their namespace).
+        wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        signal.signal(signal.SIGCHLD, lambda *_: None)
+        signal.set_wakeup_fd(wake_w)
+        poller.register(wake_r, select.POLLIN)
         timed_out = False
-        status = rusage = None
-        # Until the runner's streams close (every process of the candidate is gone, as pid 1
-        # kills the rest) and pid 1 is reaped; the wall clock kills pid 1, and so all.
-        while streams or status is None:
+        status = None
+        gone = False
+        # Until the runner's streams close and every process of the candidate is gone: when
+        # the runner ends, C kills the rest; the wall clock kills all.
+        while streams or not gone:
             now = time.monotonic()
             if not timed_out and now >= deadline:
-                os.kill(g, signal.SIGKILL)
+                self._kill_all()
                 timed_out = True
-            if status is None:
-                pid, st, ru = os.wait4(g, os.WNOHANG)
-                if pid == g:
-                    status, rusage = st, ru
-                    continue
-            if not streams:
-                time.sleep(0.001)
-                continue
+            while not gone:
+                try:
+                    pid, st = os.waitpid(-1, os.WNOHANG)
+                except ChildProcessError:
+                    # The runner was C's first child: no child left, no process left.
+                    gone = True
+                    break
+                if pid == 0:
+                    break
+                if pid == h:
+                    status = st
+                    self._kill_all()
+            if gone and not streams:
+                break
             wait = 1000 if timed_out else max(1, min(1000, int((deadline - now) * 1000)))
-            for fd, _ in poller.poll(wait if status is not None else min(wait, 5)):
+            for fd, _ in poller.poll(wait):
+                if fd == wake_r:
+                    _read_available(wake_r)
+                    continue
                 b = os.read(fd, 65536)
                 if b:
                     streams[fd].push(b)
@@ -1208,6 +1242,8 @@ class Zygote:
                     os.close(fd)
                     captured[fd] = streams.pop(fd)
         duration = time.monotonic() - start
+        # Every process of the candidate, reaped by C: the runner and whatever it left.
+        rusage = resource.getrusage(resource.RUSAGE_CHILDREN)
         if snapshot:
             _write_frame(answer_fd, dict(snapshot, batch=batch.results))
             os.close(answer_fd)
@@ -1302,38 +1338,13 @@ class Zygote:
                     seen.append((top, root, name, st.st_mode, st.st_size, st.st_mtime_ns, st.st_ino))
         return seen
 
-    # --- G: pid 1 of the candidate's pid namespace -------------------------------------
-
-    def init(self, req, out_fd, err_fd, ch_fd):
-        _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-        _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "hidepid=2")
-        h = os.fork()
-        if h == 0:
-            self.run_and_exit(lambda: self.runner(req, out_fd, err_fd, ch_fd))
-        for fd in (out_fd, err_fd, ch_fd):
-            if fd is not None:
-                os.close(fd)
-        status = 0
-        while True:
-            try:
-                pid, st = os.waitpid(-1, 0)
-            except ChildProcessError:
-                break
-            except InterruptedError:
-                continue
-            if pid == h:
-                status = st
-                try:
-                    os.kill(-1, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-        if os.WIFEXITED(status):
-            os._exit(os.WEXITSTATUS(status))
-        # The runner's signal, passed on the only way pid 1 can: as its own death.
-        sig = os.WTERMSIG(status) if os.WIFSIGNALED(status) else signal.SIGKILL
-        signal.signal(sig, signal.SIG_DFL)
-        os.kill(os.getpid(), sig)
-        os._exit(128 + sig)
+    @staticmethod
+    def _kill_all():
+        """C, pid 1 of the candidate's namespace: kills every other process in it."""
+        try:
+            os.kill(-1, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
 
     # --- H: the runner -----------------------------------------------------------------
 

@@ -185,6 +185,9 @@ fn a_candidate_leaves_nothing_behind_for_the_next() {
         "import subprocess, time\ndef test_hang():\n    subprocess.Popen(['sleep', '600'])\n    time.sleep(600)\n",
         // Passes, and leaves a thread the interpreter waits for at exit: a timeout cold.
         "import threading, time\ndef test_thread():\n    threading.Thread(target=time.sleep, args=(600,)).start()\n",
+        // Ends its own process with a signal, leaving a process behind.
+        "import os, signal, subprocess\ndef test_signal():\n    subprocess.Popen(['sleep', '600'])\n    \
+         os.kill(os.getpid(), signal.SIGTERM)\n",
     ];
     let pool = WarmPool::new();
     let mut clean_warm = clean.clone();
@@ -201,6 +204,13 @@ fn a_candidate_leaves_nothing_behind_for_the_next() {
             r.outcome, cold.outcome,
             "{text}: {:?} / {:?}",
             r.message, cold.message
+        );
+        // How it ended, too: the runner's own status (a signal is the signal), and the
+        // limit it hit.
+        assert_eq!(
+            (r.run.exit, r.run.limit_hit),
+            (cold.run.exit, cold.run.limit_hit),
+            "{text}"
         );
         let after = clean_warm.run_warm(&sb, &pool).unwrap();
         assert!(after.message.is_none(), "{:?}", after.message);
