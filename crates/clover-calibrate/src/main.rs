@@ -80,78 +80,83 @@ fn run(args: Cli) -> Result<u8> {
     let mut summary = Summary::new();
     let mut work = Work::new();
 
-    let mut pending: Vec<Group> = Vec::new();
     let mut current: Option<Group> = None;
     // A stop (--on-error stop) ends the input there: what was read before it is still
     // calibrated and written, then the stage ends with the stop.
     let mut stopped: Option<anyhow::Error> = None;
-    loop {
-        let mut next = match io.next_record::<Problem>() {
-            Ok(next) => next,
-            Err(e) if e.is::<Stopped>() => {
-                stopped = Some(e);
-                None
-            }
-            Err(e) => return Err(e),
-        };
-        if let Some((line, problem)) = &next {
-            if !repos.contains_key(&problem.repo) {
-                let why = format!(
-                    "unknown repository `{}`; the manifest names {}",
-                    problem.repo,
-                    repos.keys().cloned().collect::<Vec<_>>().join(", ")
-                );
-                match io.reject(*line, &problem.id, &why) {
-                    Ok(()) => continue,
-                    Err(e) => {
-                        stopped = Some(e);
-                        next = None;
+    // Groups run on the pool as they are read, `jobs` at once: the next starts as soon as
+    // one ends (a batch of `jobs` groups waited for its slowest file, leaving cores idle),
+    // and the records are written in the input's order.
+    let mut order = InOrder::default();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let ctx = &ctx;
+    pool.in_place_scope(|scope| -> Result<()> {
+        loop {
+            let mut next = match io.next_record::<Problem>() {
+                Ok(next) => next,
+                Err(e) if e.is::<Stopped>() => {
+                    stopped = Some(e);
+                    None
+                }
+                Err(e) => return Err(e),
+            };
+            if let Some((line, problem)) = &next {
+                if !repos.contains_key(&problem.repo) {
+                    let why = format!(
+                        "unknown repository `{}`; the manifest names {}",
+                        problem.repo,
+                        repos.keys().cloned().collect::<Vec<_>>().join(", ")
+                    );
+                    match io.reject(*line, &problem.id, &why) {
+                        Ok(()) => continue,
+                        Err(e) => {
+                            stopped = Some(e);
+                            next = None;
+                        }
                     }
                 }
             }
-        }
-        let key = next.as_ref().map(|(_, p)| group_key(p));
-        let close = match (&current, &key) {
-            (Some(g), Some(k)) => &g.key != k,
-            (Some(_), None) => true,
-            _ => false,
-        };
-        if close {
-            let g = current.take().expect("a current group");
-            // A group an earlier run (--resume) wrote whole is not run again; one it wrote in
-            // part is, and only its missing records are written.
-            let all_done = g.problems.iter().all(|p| io.is_done(&p.id));
-            if shard.is_none_or(|s: Shard| s.contains(&g.key)) && !all_done {
-                pending.push(g);
+            let key = next.as_ref().map(|(_, p)| group_key(p));
+            let close = match (&current, &key) {
+                (Some(g), Some(k)) => &g.key != k,
+                (Some(_), None) => true,
+                _ => false,
+            };
+            if close {
+                let g = current.take().expect("a current group");
+                // A group an earlier run (--resume) wrote whole is not run again; one it wrote in
+                // part is, and only its missing records are written.
+                let all_done = g.problems.iter().all(|p| io.is_done(&p.id));
+                if shard.is_none_or(|s: Shard| s.contains(&g.key)) && !all_done {
+                    check_interpreters(ctx, [&g.problems[0]])?;
+                    let (tx, seq) = (tx.clone(), order.launched);
+                    order.launched += 1;
+                    scope.spawn(move |_| {
+                        let done = calibrate_one(ctx, &g);
+                        // The receiver outlives the scope.
+                        let _ = tx.send((seq, g, done));
+                    });
+                }
+                while order.in_flight() >= jobs {
+                    order.receive(&rx)?;
+                    order.write(&mut io, ctx, &mut summary, &mut work, &mut sidecar)?;
+                }
             }
-            if pending.len() >= jobs || next.is_none() {
-                flush(
-                    &mut io,
-                    &ctx,
-                    &mut pending,
-                    &mut summary,
-                    &mut work,
-                    &mut sidecar,
-                )?;
-            }
+            let Some((line, problem)) = next else { break };
+            let g = current.get_or_insert_with(|| Group {
+                key: group_key(&problem),
+                lines: Vec::new(),
+                problems: Vec::new(),
+            });
+            g.lines.push(line);
+            g.problems.push(problem);
         }
-        let Some((line, problem)) = next else { break };
-        let g = current.get_or_insert_with(|| Group {
-            key: group_key(&problem),
-            lines: Vec::new(),
-            problems: Vec::new(),
-        });
-        g.lines.push(line);
-        g.problems.push(problem);
-    }
-    flush(
-        &mut io,
-        &ctx,
-        &mut pending,
-        &mut summary,
-        &mut work,
-        &mut sidecar,
-    )?;
+        while order.in_flight() > 0 {
+            order.receive(&rx)?;
+            order.write(&mut io, ctx, &mut summary, &mut work, &mut sidecar)?;
+        }
+        Ok(())
+    })?;
 
     if let Some(stop) = stopped {
         // FILE.partial keeps what was written, for a --resume once the input is fixed.
@@ -332,14 +337,56 @@ fn check_interpreters<'p>(
     Ok(())
 }
 
-fn flush(
-    io: &mut StageIo,
-    ctx: &Ctx,
-    pending: &mut Vec<Group>,
-    summary: &mut Summary,
-    work: &mut Work,
-    sidecar: &mut Option<Sidecar>,
-) -> Result<()> {
+/// The groups sent to the pool, and those that ended, until their records are written in
+/// the input's order.
+#[derive(Default)]
+struct InOrder {
+    launched: usize,
+    written: usize,
+    ended: BTreeMap<usize, (Group, Result<GroupDone, String>)>,
+}
+
+impl InOrder {
+    /// Groups sent and not yet ended.
+    fn in_flight(&self) -> usize {
+        self.launched - self.written - self.ended.len()
+    }
+
+    /// Waits for the next group to end.
+    fn receive(
+        &mut self,
+        rx: &std::sync::mpsc::Receiver<(usize, Group, Result<GroupDone, String>)>,
+    ) -> Result<()> {
+        let (seq, g, done) = rx
+            .recv()
+            .context("a calibration thread ended without its group")?;
+        self.ended.insert(seq, (g, done));
+        Ok(())
+    }
+
+    /// Writes the records of the groups that ended with all those before them.
+    fn write(
+        &mut self,
+        io: &mut StageIo,
+        ctx: &Ctx,
+        summary: &mut Summary,
+        work: &mut Work,
+        sidecar: &mut Option<Sidecar>,
+    ) -> Result<()> {
+        let mut groups = Vec::new();
+        let mut results = Vec::new();
+        while let Some((g, done)) = self.ended.remove(&self.written) {
+            groups.push(g);
+            results.push(done);
+            self.written += 1;
+        }
+        write_groups(io, ctx, &groups, results, summary, work, sidecar)
+    }
+}
+
+/// One group's records, the problems of it that failed alone (C++: by their index in the
+/// group), and how many test files it compiled (C++).
+fn calibrate_one(ctx: &Ctx, g: &Group) -> Result<GroupDone, String> {
     let Ctx {
         sandbox,
         cache,
@@ -347,71 +394,75 @@ fn flush(
         repos,
         args,
         default_python,
-        pool,
         warm,
         statements,
         ..
     } = *ctx;
-    let groups = std::mem::take(pending);
-    check_interpreters(ctx, groups.iter().map(|g| &g.problems[0]))?;
-    // Each group's records, the problems of it that failed alone (C++: by their index in the
-    // group), and how many test files it compiled (C++).
-    let results: Vec<Result<GroupDone, String>> = pool.install(|| {
-        groups
-            .par_iter()
-            .map(|g| {
-                let first = &g.problems[0];
-                let repo = repos
-                    .get(&first.repo)
-                    .ok_or_else(|| clover_manifest::unknown_repo(&first.repo, repos))?;
-                let limits = limits_for(args, repo);
-                if first.language == Language::Cpp {
-                    // Each C++ problem is calibrated on its own: one that cannot be is
-                    // reported alone, and the others of its file go on.
-                    let mut done = GroupDone::default();
-                    for (i, p) in g.problems.iter().enumerate() {
-                        match calibrate_cpp(sandbox, cache, empties, repo, p, args.runs, &limits) {
-                            Ok(c) => {
-                                if let Some(text) = c.note {
-                                    done.notes.push(Note {
-                                        id: p.id.clone(),
-                                        text,
-                                    });
-                                }
-                                done.records.push(c.record);
-                                done.builds += u64::from(c.test_builds);
-                            }
-                            Err(e) => done.failed.push((i, e.to_string())),
-                        }
+    let first = &g.problems[0];
+    let repo = repos
+        .get(&first.repo)
+        .ok_or_else(|| clover_manifest::unknown_repo(&first.repo, repos))?;
+    let limits = limits_for(args, repo);
+    if first.language == Language::Cpp {
+        // Each C++ problem is calibrated on its own: one that cannot be is
+        // reported alone, and the others of its file go on.
+        let mut done = GroupDone::default();
+        for (i, p) in g.problems.iter().enumerate() {
+            match calibrate_cpp(sandbox, cache, empties, repo, p, args.runs, &limits) {
+                Ok(c) => {
+                    if let Some(text) = c.note {
+                        done.notes.push(Note {
+                            id: p.id.clone(),
+                            text,
+                        });
                     }
-                    return Ok(done);
+                    done.records.push(c.record);
+                    done.builds += u64::from(c.test_builds);
                 }
-                let python = python_for(args, repo, default_python);
-                if !python.is_file() {
-                    return Err(format!(
+                Err(e) => done.failed.push((i, e.to_string())),
+            }
+        }
+        return Ok(done);
+    }
+    let python = python_for(args, repo, default_python);
+    if !python.is_file() {
+        return Err(format!(
                         "the interpreter {} of repository `{}` does not exist; name one with --python or `python` in the manifest",
                         python.display(),
                         repo.name
                     ));
-                }
-                let opts = CalibrateOptions {
-                    runs: args.runs,
-                    per_test: args.per_test,
-                    python,
-                    limits,
-                    warm: warm.clone(),
-                    statements: statements.clone(),
-                };
-                calibrate_group_noted(sandbox, repo, &g.problems, &opts)
-                    .map(|c| GroupDone {
-                        records: c.records,
-                        notes: c.notes,
-                        ..GroupDone::default()
-                    })
-                    .map_err(|e| e.to_string())
-            })
-            .collect()
-    });
+    }
+    let opts = CalibrateOptions {
+        runs: args.runs,
+        per_test: args.per_test,
+        python,
+        limits,
+        warm: warm.clone(),
+        statements: statements.clone(),
+    };
+    calibrate_group_noted(sandbox, repo, &g.problems, &opts)
+        .map(|c| GroupDone {
+            records: c.records,
+            notes: c.notes,
+            ..GroupDone::default()
+        })
+        .map_err(|e| e.to_string())
+}
+
+/// Writes the records of `groups` (their `results`, in order), with the mutants of those the
+/// sidecar wants.
+fn write_groups(
+    io: &mut StageIo,
+    ctx: &Ctx,
+    groups: &[Group],
+    results: Vec<Result<GroupDone, String>>,
+    summary: &mut Summary,
+    work: &mut Work,
+    sidecar: &mut Option<Sidecar>,
+) -> Result<()> {
+    if groups.is_empty() {
+        return Ok(());
+    }
     let mut judged = match sidecar {
         Some(sidecar) => {
             let records: Vec<&CalibratedProblem> = results

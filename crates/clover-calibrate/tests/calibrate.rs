@@ -753,6 +753,37 @@ fn output_is_byte_identical_across_calibrations() {
     assert_eq!(out(1), out(2));
 }
 
+/// Groups (one a test file) run as they are read, `--jobs` at once, and end in whatever order
+/// their runs take; the records are written in the input's order all the same, the file
+/// byte for byte the one a single job writes.
+#[test]
+fn records_are_written_in_the_input_s_order_whatever_order_groups_end_in() {
+    let files = [
+        "test_params.py",
+        "test_util.py",
+        "test_table.py",
+        "test_rates.py",
+        "test_registry.py",
+        "test_described.py",
+    ];
+    let Some((dir, input)) = pyedge_input(&files) else {
+        return;
+    };
+    let ids: Vec<String> = files.iter().flat_map(|f| pyedge(f)).map(|p| p.id).collect();
+    let written = |jobs: &str| {
+        let out = dir.path().join(format!("out-{jobs}.jsonl"));
+        calibrate_pyedge_to(&input, &out, &["--jobs", jobs]);
+        let text = std::fs::read_to_string(&out).unwrap();
+        let order: Vec<String> = text
+            .lines()
+            .map(|l| serde_json::from_str::<CalibratedProblem>(l).unwrap().id)
+            .collect();
+        assert_eq!(order, ids, "--jobs {jobs}");
+        text
+    };
+    assert_eq!(written("3"), written("1"));
+}
+
 /// A problem calibrate cannot calibrate has no record, is reported on stderr, and is still
 /// counted in the summary: the summary accounts for every problem of the input.
 #[test]
