@@ -453,6 +453,8 @@ class Zygote:
         self.batch_fds = None
         # The session whose initial collection is under way (`prune_listings`).
         self.collecting = None
+        # `real`'s answers: path -> real path.
+        self.realpaths = {}
         # The streams pytest writes to while it configures go nowhere (what goes wrong comes
         # back in the answer), and the channel to the host moves clear of them: no descriptor
         # pytest or a plugin duplicates now (capture, faulthandler) leads to the host.
@@ -498,6 +500,7 @@ class Zygote:
         # has run, the fork's functions are patched (`patch`); else such a candidate goes to
         # a worker configured per run. Each file maps to its module, which `patch` needs.
         self.note_loaded()
+        self.remember_real_paths()
         self.functions = {}
         if self.ran is not None:
             import threading
@@ -534,7 +537,7 @@ class Zygote:
             files = [os.path.join(self.repo, f) for f in only]
         from coverage.python import PythonFileReporter
 
-        new = sorted({os.path.realpath(f) for f in files} - self.reporters.keys())
+        new = sorted({self.real(f) for f in files} - self.reporters.keys())
         # Parsing runs no measured line: untraced, it takes a third less.
         with self.untraced():
             for f in new:
@@ -570,6 +573,30 @@ class Zygote:
                 importlib.import_module(name)
             except BaseException:
                 pass
+
+    def real(self, path):
+        """`os.path.realpath(path)`, remembered. One costs a system call a component (about
+        75 us in a candidate's view): a candidate's fork asked it of each file coverage.py
+        saw, twice, and of each conftest, some 3-5 ms of a 60 ms run on flask and jinja2.
+        The zygote's answers, remembered before its heap is frozen (`remember_real_paths`),
+        hold in every candidate's view: it is an overlay of the zygote's, and C writes a
+        candidate's files as files and folders, never links. (coverage.py remembers its own
+        real paths of the files it measures in the same way, once per process.)"""
+        r = self.realpaths.get(path)
+        if r is None:
+            r = self.realpaths[path] = os.path.realpath(path)
+        return r
+
+    def remember_real_paths(self):
+        """The real paths a candidate's fork asks of: the files coverage.py traces or has
+        measured (the loaded modules', conftests among them, `note_loaded` asked)."""
+        if self.cov is not None:
+            collector = self.cov._collector
+            for disp in collector.should_trace_cache.values():
+                if disp is not None and disp.trace:
+                    self.real(disp.source_filename or disp.canonical_filename)
+            for f in collector.data:
+                self.real(f)
 
     def prune_listings(self):
         """A folder on the way to a candidate's file lists only the entries on that way.
@@ -698,7 +725,7 @@ class Zygote:
     def note_loaded(self):
         """The files executed so far, each mapped to its module."""
         self.loaded = {
-            os.path.realpath(m.__file__): m
+            self.real(m.__file__): m
             for m in list(sys.modules.values())
             if isinstance(getattr(m, "__file__", None), str)
         }
@@ -853,7 +880,7 @@ class Zygote:
         def not_read(disp):
             if disp is None or not disp.trace:
                 return disp
-            if os.path.realpath(disp.source_filename or disp.canonical_filename) not in only:
+            if self.real(disp.source_filename or disp.canonical_filename) not in only:
                 disp.trace = False
                 disp.reason = "not read by this run's scoring"
             return disp
@@ -863,7 +890,7 @@ class Zygote:
             not_read(disp)
         # What the zygote measured of other files is dropped: the report, which saves what
         # was measured into coverage.py's database first, then names these files alone.
-        for f in [f for f in collector.data if os.path.realpath(f) not in only]:
+        for f in [f for f in collector.data if self.real(f) not in only]:
             del collector.data[f]
         ask = collector.should_trace
 
@@ -1079,7 +1106,7 @@ class Zygote:
             )
             return 0
         # A file the candidate brings in place of the repository's is parsed anew for its lines.
-        self.replaced = {os.path.realpath(os.path.join(repo, f["path"])) for f in req["files"]}
+        self.replaced = {self.real(os.path.join(repo, f["path"])) for f in req["files"]}
         if self.config is not None:
             dirs = req.get("dirs", self.setup.get("dirs", []))
             # The rootdir follows from the folders: the worker's own, or ones the host saw
@@ -1091,7 +1118,7 @@ class Zygote:
                 return 0
         patches = []
         for f in req["files"]:
-            path = os.path.realpath(os.path.join(repo, f["path"]))
+            path = self.real(os.path.join(repo, f["path"]))
             if path in self.loaded:
                 try:
                     patches += self.patch(path, f["data"].encode("latin-1"))
@@ -1416,7 +1443,7 @@ class Zygote:
         self.coverage_out = req.get("coverage_out")
         only = req.get("coverage_only")
         if only is not None:
-            self.coverage_only = {os.path.realpath(os.path.join(self.repo, f)) for f in only}
+            self.coverage_only = {self.real(os.path.join(self.repo, f)) for f in only}
             if self.cov is not None:
                 self.measure_only()
         if ch_fd is not None:
@@ -1891,10 +1918,10 @@ class Zygote:
                 for parent in (folder, *folder.parents):
                     path = parent / "conftest.py"
                     if considered(parent) and (
-                        path.is_file() or os.path.realpath(path) in brought
+                        path.is_file() or self.real(str(path)) in brought
                     ):
-                        want.add(os.path.realpath(path))
-            have = {os.path.realpath(m.__file__) for m in pm._conftest_plugins}
+                        want.add(self.real(str(path)))
+            have = {self.real(m.__file__) for m in pm._conftest_plugins}
         except Exception as e:  # noqa: BLE001 - an unknown pytest: not the same, to be safe
             return "cannot tell its configuration (%r)" % (e,)
         if want != have:
@@ -1962,7 +1989,7 @@ class Zygote:
         data = cov.get_data()
         files = {}
         for f in sorted(data.measured_files()):
-            key = os.path.realpath(f)
+            key = self.real(f)
             fr = None if key in self.replaced else self.reporters.get(key)
             fr = fr or PythonFileReporter(f, cov)
             try:
