@@ -736,15 +736,12 @@ class Zygote:
         (gc.get_objects does not see frozen objects)."""
         import types
 
-        loaded = {}  # co_filename -> whether it is a loaded file: one realpath per file
         for o in gc.get_objects():
             # `type`, not `isinstance`, which asks an object its `__class__`: a proxy (flask's
             # `LocalProxy`) would run code of the package for it, measured as the run's.
             if type(o) is types.FunctionType:
                 f = o.__code__.co_filename
-                if f not in loaded:
-                    loaded[f] = os.path.realpath(f) in self.loaded
-                if loaded[f]:
+                if self.real(f) in self.loaded:
                     self.functions.setdefault(f, []).append(o)
 
     def patch(self, path, data):
