@@ -5,7 +5,9 @@
 //! are its own); the calibrated records are joined in corpus order and go through one
 //! pack-context, one generate and one sandbox-run per model, and one score, the way a user
 //! runs a benchmark. Every stage is a release binary run as a child process: its wall time,
-//! and its peak resident memory two ways — `wait4`'s `ru_maxrss`, the largest process of the
+//! its CPU in user space and in the kernel (counted, with everything it starts, in a cgroup v1
+//! `cpuacct` group of its own where the machine has that hierarchy), and its peak resident
+//! memory two ways — `wait4`'s `ru_maxrss`, the largest process of the
 //! stage's tree (pytest and compilers included), and the stage process alone (`VmHWM`,
 //! sampled while it runs).
 //!
@@ -74,6 +76,113 @@ struct Measured {
     tree_kib: u64,
     /// The stage process alone: its `VmHWM`, sampled, in KiB.
     own_kib: u64,
+    /// CPU of the stage and every process it started, sandboxed ones included (`None` where
+    /// the machine has no cgroup v1 `cpuacct` hierarchy to count them in).
+    cpu: Option<Cpu>,
+}
+
+/// CPU seconds, in user space and in the kernel.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+struct Cpu {
+    user: f64,
+    system: f64,
+}
+
+/// A cgroup v1 `cpuacct` group made for one measured process, below this process's own: the
+/// process enters it before it execs, and whatever it starts stays counted there (the
+/// sandbox's cgroups are of other hierarchies, or below this one). `wait4`'s resource usage
+/// cannot say this: a sandboxed process is reaped by its own pid 1, not by the stage.
+struct CpuGroup {
+    dir: PathBuf,
+}
+
+impl CpuGroup {
+    fn new() -> Option<CpuGroup> {
+        static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+        let own = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+        let seq = SEQ.fetch_add(1, Ordering::Relaxed);
+        let dir = cpuacct_dir(&mountinfo, &own)?
+            .join(format!("clover-bench-{}-{seq}", std::process::id()));
+        std::fs::create_dir(&dir).ok()?;
+        Some(CpuGroup { dir })
+    }
+
+    /// Makes `command` enter the group between its fork and its exec.
+    fn enter(&self, command: &mut Command) -> Result<()> {
+        use std::os::unix::ffi::OsStrExt;
+        use std::os::unix::process::CommandExt;
+        let procs = std::ffi::CString::new(self.dir.join("cgroup.procs").as_os_str().as_bytes())?;
+        // SAFETY: between fork and exec the closure only makes system calls (open, write,
+        // close) on memory allocated before the fork.
+        unsafe {
+            command.pre_exec(move || {
+                let fd = libc::open(procs.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+                if fd < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                // "0": the writing process itself.
+                let r = libc::write(fd, b"0".as_ptr().cast(), 1);
+                let e = std::io::Error::last_os_error();
+                libc::close(fd);
+                if r == 1 {
+                    Ok(())
+                } else {
+                    Err(e)
+                }
+            });
+        }
+        Ok(())
+    }
+
+    /// What the group's processes spent so far (nanoseconds in `cpuacct.usage_user` and
+    /// `cpuacct.usage_sys`).
+    fn read(&self) -> Option<Cpu> {
+        let ns = |f: &str| -> Option<f64> {
+            let text = std::fs::read_to_string(self.dir.join(f)).ok()?;
+            Some(text.trim().parse::<u64>().ok()? as f64 / 1e9)
+        };
+        Some(Cpu {
+            user: ns("cpuacct.usage_user")?,
+            system: ns("cpuacct.usage_sys")?,
+        })
+    }
+}
+
+impl Drop for CpuGroup {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir(&self.dir);
+    }
+}
+
+/// Where this process's cgroup of the v1 `cpuacct` hierarchy is, from `/proc/self/mountinfo`
+/// and `/proc/self/cgroup`; `None` when no such hierarchy is mounted.
+fn cpuacct_dir(mountinfo: &str, own: &str) -> Option<PathBuf> {
+    let (root, mount_point) = mountinfo.lines().find_map(|line| {
+        let (fields, tail) = line.split_once(" - ")?;
+        let mut tail = tail.split_whitespace();
+        let (fstype, super_options) = (tail.next()?, tail.nth(1)?);
+        if fstype != "cgroup" || !super_options.split(',').any(|o| o == "cpuacct") {
+            return None;
+        }
+        let fields: Vec<&str> = fields.split_whitespace().collect();
+        Some((*fields.get(3)?, *fields.get(4)?))
+    })?;
+    let path = own.lines().find_map(|line| {
+        let mut parts = line.splitn(3, ':');
+        let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
+        controllers
+            .split(',')
+            .any(|c| c == "cpuacct")
+            .then_some(path)
+    })?;
+    // The path is from the hierarchy's root; the mount may show a folder of it.
+    let below = if root == "/" {
+        path
+    } else {
+        path.strip_prefix(root)?
+    };
+    Some(Path::new(mount_point).join(below.trim_start_matches('/')))
 }
 
 /// One stage process of the run.
@@ -298,11 +407,17 @@ fn select(root: &Path, names: &[String]) -> Result<Vec<String>> {
 /// Runs `program args…` (stdout discarded, stderr passed through) and measures it. A stage
 /// that reports bad records (exit 3) still counts; any other failure stops the benchmark.
 fn measure(program: &Path, args: &[&str]) -> Result<Measured> {
-    let started = Instant::now();
-    let child = Command::new(program)
+    let group = CpuGroup::new();
+    let mut command = Command::new(program);
+    command
         .args(args)
         .stdin(Stdio::null())
-        .stdout(Stdio::null())
+        .stdout(Stdio::null());
+    if let Some(g) = &group {
+        g.enter(&mut command)?;
+    }
+    let started = Instant::now();
+    let child = command
         .spawn()
         .with_context(|| format!("cannot start {}", program.display()))?;
     let pid = child.id() as libc::pid_t;
@@ -371,6 +486,7 @@ fn measure(program: &Path, args: &[&str]) -> Result<Measured> {
         secs,
         tree_kib: usage.ru_maxrss.max(0) as u64,
         own_kib,
+        cpu: group.and_then(|g| g.read()),
     })
 }
 
@@ -1089,9 +1205,9 @@ impl Figures {
         )?;
         writeln!(
             md,
-            "| model | Python results | Σ run s warm | Σ run s cold | warm / cold | stage wall warm / cold | CLOVER scale | ran cold | results that differ |"
+            "| model | Python results | Σ run s warm | Σ run s cold | warm / cold | stage wall warm / cold | stage CPU warm / cold (user + system, C++ included) | CLOVER scale | ran cold | results that differ |"
         )?;
-        writeln!(md, "|---|---:|---:|---:|---:|---|---:|---|---:|")?;
+        writeln!(md, "|---|---:|---:|---:|---:|---|---|---:|---|---:|")?;
         for wc in &self.warm_cold {
             let ratio = wc.warm_python_secs / wc.cold_python_secs.max(1e-9);
             let per = wc.warm_python_secs / (wc.python.max(1) as f64);
@@ -1101,9 +1217,17 @@ impl Figures {
             } else {
                 format!("{} ({})", wc.fell_back, wc.why.join("; "))
             };
+            let cpu = wc
+                .warm
+                .cpu
+                .zip(wc.cold.cpu)
+                .map_or("—".to_string(), |(w, c)| {
+                    let (w, c) = (w.user + w.system, c.user + c.system);
+                    format!("{w:.0} s / {c:.0} s ({:.1}× less)", c / w.max(1e-9))
+                });
             writeln!(
                 md,
-                "| {} | {} | {:.1} | {:.1} | {:.3}× ({:.1}× fewer) | {:.0} s / {:.0} s | {:.1} min | {fell} | {} |",
+                "| {} | {} | {:.1} | {:.1} | {:.3}× ({:.1}× fewer) | {:.0} s / {:.0} s | {cpu} | {:.1} min | {fell} | {} |",
                 wc.model,
                 wc.python,
                 wc.warm_python_secs,
@@ -1263,13 +1387,21 @@ impl Figures {
             "\nextract and calibrate per package. calibrate runs the suite `--runs` times (3 by \
              default, to find the problems whose lines change from run to run), on the cores \
              there are; the same problems calibrated with `--runs 1`, beside it, are what one run \
-             of the suite costs it:\n"
+             of the suite costs it. CPU is that of calibrate and of every process it started, \
+             sandboxed ones included, counted in a cgroup v1 `cpuacct` group made for the stage \
+             (— where the machine has no such hierarchy). calibrate runs each test in a fork of \
+             its own (what makes per-test coverage exact): the fork, the copy-on-write faults of \
+             the pages the test's process writes and its exit are kernel time, which a bare run \
+             hardly has. The system CPU over the cores against the wall time the target allows \
+             ({CALIBRATE_TARGET}× the bare run): at 1× or more, the kernel's share alone is more \
+             than the target allows the whole stage.\n"
         )?;
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         writeln!(
             md,
-            "| package | extract | calibrate | calibrate / one bare `pytest --cov` of the suite (target ≤ {CALIBRATE_TARGET}×) | one run (`--runs 1`) / the same bare run | calibrate peak RSS, tree | stage alone |"
+            "| package | extract | calibrate | calibrate / one bare `pytest --cov` of the suite (target ≤ {CALIBRATE_TARGET}×) | one run (`--runs 1`) / the same bare run | calibrate CPU, user / system | its system CPU over {cores} cores / {CALIBRATE_TARGET}× the bare run | calibrate peak RSS, tree | stage alone |"
         )?;
-        writeln!(md, "|---|---:|---:|---:|---:|---:|---:|")?;
+        writeln!(md, "|---|---:|---:|---:|---:|---:|---:|---:|---:|")?;
         for p in &self.packages {
             let get = |stage: &str| {
                 self.runs
@@ -1288,9 +1420,22 @@ impl Figures {
                 .map_or("—".to_string(), |(secs, s)| {
                     format!("{secs:.1} s, {:.2}×", secs / s.bare_secs.max(1e-9))
                 });
+            let cpu = c.cpu.map_or("—".to_string(), |cpu| {
+                format!("{:.1} s / {:.1} s", cpu.user, cpu.system)
+            });
+            let kernel = c
+                .cpu
+                .zip(self.suites.iter().find(|s| s.name == p.name))
+                .filter(|_| p.language == "Python")
+                .map_or("—".to_string(), |(cpu, s)| {
+                    format!(
+                        "{:.2}×",
+                        cpu.system / cores as f64 / (CALIBRATE_TARGET * s.bare_secs).max(1e-9)
+                    )
+                });
             writeln!(
                 md,
-                "| {} | {:.2} s | {:.1} s | {ratio} | {once} | {} | {} |",
+                "| {} | {:.2} s | {:.1} s | {ratio} | {once} | {cpu} | {kernel} | {} | {} |",
                 p.name,
                 e.secs,
                 c.secs,
@@ -1526,6 +1671,7 @@ mod tests {
             secs: 1.0,
             tree_kib: 4096,
             own_kib,
+            cpu: None,
         };
         let mut scores = BTreeMap::new();
         // (task, format, metric, the oracle per setting)
@@ -1688,10 +1834,94 @@ mod tests {
         );
         let md = f.section().unwrap();
         assert!(
-            md.contains("| a | 0.00 s | 1.0 s | 2.00× | 0.6 s, 1.20× |"),
+            md.contains("| a | 0.00 s | 1.0 s | 2.00× | 0.6 s, 1.20× | — | — |"),
             "{md}"
         );
         f.packages[0].one_run_secs = None;
         assert!(f.section().unwrap().contains("| 2.00× | — |"));
+        // With its CPU counted: the kernel's share over the cores against 1.5 × the bare run.
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+        f.runs[0].cost.cpu = Some(Cpu {
+            user: 1.25,
+            system: 0.75 * cores,
+        });
+        let md = f.section().unwrap();
+        assert!(md.contains("| 2.00× | — | 1.2 s / "), "{md}");
+        assert!(md.contains(" | 1.00× | "), "{md}");
+    }
+
+    #[test]
+    fn warm_and_cold_are_set_side_by_side_in_run_seconds_and_in_cpu() {
+        let mut f = figures(1.0, 1.0, 1000, 1000);
+        let spent = |secs, user, system| Measured {
+            secs,
+            cpu: Some(Cpu { user, system }),
+            ..Default::default()
+        };
+        f.warm_cold.push(WarmCold {
+            model: "oracle".into(),
+            warm: spent(10.0, 12.0, 8.0),
+            cold: spent(60.0, 110.0, 10.0),
+            python: 100,
+            warm_python_secs: 10.0,
+            cold_python_secs: 80.0,
+            fell_back: 0,
+            why: Vec::new(),
+            differ: Vec::new(),
+        });
+        let md = f.section().unwrap();
+        assert!(
+            md.contains("| oracle | 100 | 10.0 | 80.0 | 0.125× (8.0× fewer) | 10 s / 60 s | 20 s / 120 s (6.0× less) |"),
+            "{md}"
+        );
+        f.warm_cold[0].cold.cpu = None;
+        assert!(f.section().unwrap().contains("| 10 s / 60 s | — |"));
+    }
+
+    #[test]
+    fn the_cpuacct_group_is_found_below_the_mount_of_its_hierarchy() {
+        let mountinfo = "\
+25 1 8:1 / / rw,relatime shared:1 - ext4 /dev/vda rw
+30 25 0:26 / /sys/fs/cgroup/memory rw,relatime shared:9 - cgroup cgroup rw,memory
+33 25 0:29 / /sys/fs/cgroup/cpu,cpuacct rw,relatime shared:12 - cgroup cgroup rw,cpu,cpuacct
+34 25 0:30 / /sys/fs/cgroup/unified rw,relatime shared:13 - cgroup2 cgroup2 rw
+";
+        let own = "4:memory:/x\n3:cpu,cpuacct:/user.slice/s\n0::/user.slice/s\n";
+        assert_eq!(
+            cpuacct_dir(mountinfo, own),
+            Some(PathBuf::from("/sys/fs/cgroup/cpu,cpuacct/user.slice/s"))
+        );
+        // A mount that shows a folder of the hierarchy (a cgroup namespace's view).
+        let shown = mountinfo.replace("0:29 / /sys", "0:29 /user.slice /sys");
+        assert_eq!(
+            cpuacct_dir(&shown, own),
+            Some(PathBuf::from("/sys/fs/cgroup/cpu,cpuacct/s"))
+        );
+        // cgroup v2 alone, or `cpu` without `cpuacct`: no group to count in.
+        let v2 = "34 25 0:30 / /sys/fs/cgroup rw,relatime shared:13 - cgroup2 cgroup2 rw\n";
+        assert_eq!(cpuacct_dir(v2, "0::/user.slice\n"), None);
+        let cpu_only = mountinfo.replace("rw,cpu,cpuacct", "rw,cpu");
+        assert_eq!(cpuacct_dir(&cpu_only, own), None);
+    }
+
+    #[test]
+    fn a_measured_stage_counts_the_cpu_of_the_processes_it_starts() {
+        let Some(probe) = CpuGroup::new() else {
+            eprintln!("no cgroup v1 cpuacct hierarchy here: nothing to count in");
+            return;
+        };
+        drop(probe);
+        // The shell spins in a child it starts (and waits for): user time that `wait4` of the
+        // shell would count too, but only the group counts a grandchild the shell does not reap.
+        let m = measure(
+            Path::new("/bin/sh"),
+            &[
+                "-c",
+                "(timeout 0.5 sh -c 'while :; do :; done' &); sleep 0.7",
+            ],
+        )
+        .unwrap();
+        let cpu = m.cpu.expect("counted in the group");
+        assert!(cpu.user + cpu.system > 0.1, "{cpu:?}");
     }
 }
