@@ -82,7 +82,7 @@ struct Measured {
 }
 
 /// CPU seconds, in user space and in the kernel.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[derive(Debug, Clone, Copy, Default)]
 struct Cpu {
     user: f64,
     system: f64,
@@ -102,7 +102,8 @@ impl CpuGroup {
         let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
         let own = std::fs::read_to_string("/proc/self/cgroup").ok()?;
         let seq = SEQ.fetch_add(1, Ordering::Relaxed);
-        let dir = cpuacct_dir(&mountinfo, &own)?
+        let dir = clover_sandbox::cgroup_v1(&mountinfo, &own, "cpuacct")?
+            .own?
             .join(format!("clover-bench-{}-{seq}", std::process::id()));
         std::fs::create_dir(&dir).ok()?;
         Some(CpuGroup { dir })
@@ -153,36 +154,6 @@ impl Drop for CpuGroup {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir(&self.dir);
     }
-}
-
-/// Where this process's cgroup of the v1 `cpuacct` hierarchy is, from `/proc/self/mountinfo`
-/// and `/proc/self/cgroup`; `None` when no such hierarchy is mounted.
-fn cpuacct_dir(mountinfo: &str, own: &str) -> Option<PathBuf> {
-    let (root, mount_point) = mountinfo.lines().find_map(|line| {
-        let (fields, tail) = line.split_once(" - ")?;
-        let mut tail = tail.split_whitespace();
-        let (fstype, super_options) = (tail.next()?, tail.nth(1)?);
-        if fstype != "cgroup" || !super_options.split(',').any(|o| o == "cpuacct") {
-            return None;
-        }
-        let fields: Vec<&str> = fields.split_whitespace().collect();
-        Some((*fields.get(3)?, *fields.get(4)?))
-    })?;
-    let path = own.lines().find_map(|line| {
-        let mut parts = line.splitn(3, ':');
-        let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
-        controllers
-            .split(',')
-            .any(|c| c == "cpuacct")
-            .then_some(path)
-    })?;
-    // The path is from the hierarchy's root; the mount may show a folder of it.
-    let below = if root == "/" {
-        path
-    } else {
-        path.strip_prefix(root)?
-    };
-    Some(Path::new(mount_point).join(below.trim_start_matches('/')))
 }
 
 /// One stage process of the run.
@@ -1879,40 +1850,14 @@ mod tests {
     }
 
     #[test]
-    fn the_cpuacct_group_is_found_below_the_mount_of_its_hierarchy() {
-        let mountinfo = "\
-25 1 8:1 / / rw,relatime shared:1 - ext4 /dev/vda rw
-30 25 0:26 / /sys/fs/cgroup/memory rw,relatime shared:9 - cgroup cgroup rw,memory
-33 25 0:29 / /sys/fs/cgroup/cpu,cpuacct rw,relatime shared:12 - cgroup cgroup rw,cpu,cpuacct
-34 25 0:30 / /sys/fs/cgroup/unified rw,relatime shared:13 - cgroup2 cgroup2 rw
-";
-        let own = "4:memory:/x\n3:cpu,cpuacct:/user.slice/s\n0::/user.slice/s\n";
-        assert_eq!(
-            cpuacct_dir(mountinfo, own),
-            Some(PathBuf::from("/sys/fs/cgroup/cpu,cpuacct/user.slice/s"))
-        );
-        // A mount that shows a folder of the hierarchy (a cgroup namespace's view).
-        let shown = mountinfo.replace("0:29 / /sys", "0:29 /user.slice /sys");
-        assert_eq!(
-            cpuacct_dir(&shown, own),
-            Some(PathBuf::from("/sys/fs/cgroup/cpu,cpuacct/s"))
-        );
-        // cgroup v2 alone, or `cpu` without `cpuacct`: no group to count in.
-        let v2 = "34 25 0:30 / /sys/fs/cgroup rw,relatime shared:13 - cgroup2 cgroup2 rw\n";
-        assert_eq!(cpuacct_dir(v2, "0::/user.slice\n"), None);
-        let cpu_only = mountinfo.replace("rw,cpu,cpuacct", "rw,cpu");
-        assert_eq!(cpuacct_dir(&cpu_only, own), None);
-    }
-
-    #[test]
     fn a_measured_stage_counts_the_cpu_of_the_processes_it_starts() {
         let Some(probe) = CpuGroup::new() else {
             eprintln!("no cgroup v1 cpuacct hierarchy here: nothing to count in");
             return;
         };
         drop(probe);
-        // The shell spins in a child it starts (and waits for): user time that `wait4` of the
-        // shell would count too, but only the group counts a grandchild the shell does not reap.
+        // The shell leaves a process that spins and that it never reaps (an orphan): `wait4`
+        // of the shell does not count it, the group does.
         let m = measure(
             Path::new("/bin/sh"),
             &[

@@ -111,6 +111,7 @@ pub use capture::Captured;
 pub use error::SandboxError;
 pub use fs::check_relative;
 pub use interpreter::{check_python, CheckedInterpreters, InterpreterError, PythonTools};
+pub use limits::{cgroup_v1, V1Hierarchy};
 pub use once::OnceMap;
 pub use sandbox::Sandbox;
 pub use spec::{

@@ -172,17 +172,40 @@ fn detect_v2(mounts: &str, own: &str) -> Option<PathBuf> {
 }
 
 fn v1_base(mounts: &str, own: &str, controller: &str) -> Option<PathBuf> {
-    let mount = mounts.lines().find_map(|l| {
-        let (_, post) = l.split_once(" - ")?;
+    let h = cgroup_v1(mounts, own, controller)?;
+    // Prefer a child of our own cgroup (it counts against our own limits and is cleaned up
+    // with it); fall back to the hierarchy's root.
+    h.own
+        .into_iter()
+        .chain([h.mount])
+        .find(|d| probe_writable(d))
+}
+
+/// A cgroup v1 hierarchy that holds one controller: where it is mounted, and this process's
+/// cgroup in it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct V1Hierarchy {
+    pub mount: PathBuf,
+    /// `None` when the mount shows a folder of the hierarchy that does not hold it.
+    pub own: Option<PathBuf>,
+}
+
+/// The cgroup v1 hierarchy of `controller`, from `/proc/self/mountinfo` (`mounts`) and
+/// `/proc/self/cgroup` (`own`); `None` when no such hierarchy is mounted or this process is
+/// in none of its cgroups.
+pub fn cgroup_v1(mounts: &str, own: &str, controller: &str) -> Option<V1Hierarchy> {
+    let (root, mount) = mounts.lines().find_map(|l| {
+        let (pre, post) = l.split_once(" - ")?;
         let mut it = post.split_whitespace();
         if it.next()? != "cgroup" {
             return None;
         }
         let super_opts = it.nth(1)?;
-        super_opts
-            .split(',')
-            .any(|o| o == controller)
-            .then(|| l.split_whitespace().nth(4).map(PathBuf::from))?
+        if !super_opts.split(',').any(|o| o == controller) {
+            return None;
+        }
+        let mut fields = pre.split_whitespace().skip(3);
+        Some((fields.next()?, PathBuf::from(fields.next()?)))
     })?;
     let path = own.lines().find_map(|l| {
         let mut parts = l.splitn(3, ':');
@@ -191,10 +214,15 @@ fn v1_base(mounts: &str, own: &str, controller: &str) -> Option<PathBuf> {
         let path = parts.next()?;
         ctrls.split(',').any(|c| c == controller).then_some(path)
     })?;
-    // Prefer a child of our own cgroup (it counts against our own limits and is cleaned up
-    // with it); fall back to the hierarchy's root.
-    let own_dir = mount.join(path.trim_start_matches('/'));
-    [own_dir, mount].into_iter().find(|d| probe_writable(d))
+    // The path is from the hierarchy's root; the mount may show a folder of it (a cgroup
+    // namespace's view).
+    let below = if root == "/" {
+        Some(path)
+    } else {
+        path.strip_prefix(root)
+    };
+    let own = below.map(|b| mount.join(b.trim_start_matches('/')));
+    Some(V1Hierarchy { mount, own })
 }
 
 fn probe_writable(dir: &Path) -> bool {
@@ -341,6 +369,36 @@ mod tests {
             Some("/process_api/abc")
         );
         assert!(v1_base("", own, "memory").is_none());
+    }
+
+    #[test]
+    fn a_v1_hierarchy_is_found_with_this_process_s_cgroup_below_its_mount() {
+        let mountinfo = "\
+25 1 8:1 / / rw,relatime shared:1 - ext4 /dev/vda rw
+30 25 0:26 / /sys/fs/cgroup/memory rw,relatime shared:9 - cgroup cgroup rw,memory
+33 25 0:29 / /sys/fs/cgroup/cpu,cpuacct rw,relatime shared:12 - cgroup cgroup rw,cpu,cpuacct
+34 25 0:30 / /sys/fs/cgroup/unified rw,relatime shared:13 - cgroup2 cgroup2 rw
+";
+        let own = "4:memory:/x\n3:cpu,cpuacct:/user.slice/s\n0::/user.slice/s\n";
+        let own_dir = |m: &str| cgroup_v1(m, own, "cpuacct").and_then(|h| h.own);
+        assert_eq!(
+            cgroup_v1(mountinfo, own, "cpuacct"),
+            Some(V1Hierarchy {
+                mount: PathBuf::from("/sys/fs/cgroup/cpu,cpuacct"),
+                own: Some(PathBuf::from("/sys/fs/cgroup/cpu,cpuacct/user.slice/s")),
+            })
+        );
+        // A mount that shows a folder of the hierarchy (a cgroup namespace's view).
+        let shown = mountinfo.replace("0:29 / /sys", "0:29 /user.slice /sys");
+        assert_eq!(
+            own_dir(&shown),
+            Some(PathBuf::from("/sys/fs/cgroup/cpu,cpuacct/s"))
+        );
+        // cgroup v2 alone, or `cpu` without `cpuacct`: no such hierarchy.
+        let v2 = "34 25 0:30 / /sys/fs/cgroup rw,relatime shared:13 - cgroup2 cgroup2 rw\n";
+        assert_eq!(cgroup_v1(v2, "0::/user.slice\n", "cpuacct"), None);
+        let cpu_only = mountinfo.replace("rw,cpu,cpuacct", "rw,cpu");
+        assert_eq!(own_dir(&cpu_only), None);
     }
 
     #[test]
