@@ -147,7 +147,7 @@ fn jsonl_read(_root: &Path) -> Result<Row> {
     })
 }
 
-/// The sandbox, measured by `crates/clover-sandbox/examples/sandbox_bench.rs` (it needs root
+/// The sandbox, measured by `crates/clover-sandbox-run/examples/sandbox_bench.rs` (it needs root
 /// and runs the variants interleaved): the cost of starting a run, beside a bare fork+exec
 /// and beside bubblewrap when it is installed; and a whole pytest file, sandboxed and bare.
 fn sandbox_rows(root: &Path) -> Result<Vec<Row>> {
@@ -402,7 +402,7 @@ pub fn mutation_rows(root: &Path, clover: &Path, env: &crate::setup::Env) -> Res
     ])
 }
 
-/// Runs `crates/clover-sandbox/examples/sandbox_bench.rs` (built first, release) with `args`
+/// Runs `crates/clover-sandbox-run/examples/sandbox_bench.rs` (built first, release) with `args`
 /// and returns the JSON object it prints.
 pub fn sandbox_bench(root: &Path, args: &[String]) -> Result<serde_json::Value> {
     use anyhow::Context;
@@ -412,7 +412,7 @@ pub fn sandbox_bench(root: &Path, args: &[String]) -> Result<serde_json::Value> 
         "--release",
         "--quiet",
         "-p",
-        "clover-sandbox",
+        "clover-sandbox-run",
         "--example",
         "sandbox_bench"
     )

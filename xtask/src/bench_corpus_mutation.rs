@@ -16,7 +16,7 @@ use std::path::Path;
 use anyhow::Result;
 use clover_protocol::{ProblemMutants, RunResult, Task};
 
-use crate::bench_corpus::read_records;
+use crate::bench_measure::read_records;
 
 /// The mutation pass may cost at most this many times the plain run of the same responses.
 pub const MUTATION_TARGET: f64 = 3.0;

@@ -1,6 +1,6 @@
 //! `cargo xtask bench --cpp` (and the end of `cargo xtask bench`): a C++ candidate's cost with
 //! the runner's faster builds against the build as it was, in the same run, interleaved
-//! (`crates/clover-sandbox/examples/gtest_bench.rs`), written to its own section of
+//! (`crates/clover-gtest/examples/gtest_bench.rs`), written to its own section of
 //! `docs/BENCHMARKS.md`.
 
 use std::fmt::Write as _;
@@ -25,7 +25,7 @@ pub fn run(root: &Path) -> Result<()> {
         "--release",
         "--quiet",
         "-p",
-        "clover-sandbox",
+        "clover-gtest",
         "--example",
         "gtest_bench"
     )

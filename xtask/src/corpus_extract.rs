@@ -15,7 +15,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use clover_manifest::RepoConfig;
 use clover_protocol::{Problem, TestOutcome};
-use clover_sandbox::pytest::PytestRun;
+use clover_pytest::PytestRun;
 use clover_sandbox::{Limits, Sandbox};
 use rayon::prelude::*;
 

@@ -475,7 +475,7 @@ fn bare_runs(repo: &RepoConfig, spec: &CppRepo, build: &Path, fig: &mut CppFigur
         let status = cmd.run()?.status;
         let cases = std::fs::read(&xml)
             .ok()
-            .map(|x| clover_sandbox::report::parse_junit(&x))
+            .map(|x| clover_report::parse_junit(&x))
             .transpose()?
             .unwrap_or_default();
         let passed = cases

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use clover_manifest::RepoConfig;
 use clover_protocol::{CalibratedProblem, RecordReader};
-use clover_sandbox::pytest::PytestRun;
+use clover_pytest::PytestRun;
 use clover_sandbox::{Limits, Sandbox, WriteFile};
 use rayon::prelude::*;
 

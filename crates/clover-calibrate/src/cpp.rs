@@ -13,12 +13,12 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use clover_gtest::{CppProject, GtestRun, LibraryCache};
 use clover_manifest::RepoConfig;
 use clover_protocol::{
     CalibratedProblem, CppProblem, Exclusion, ExclusionReason, GTestCase, LineRanges, Outcome,
     Problem, RecordKind, SCHEMA_VERSION,
 };
-use clover_sandbox::gtest::{CppProject, GtestRun, LibraryCache};
 use clover_sandbox::{Limits, OnceMap, Sandbox, WriteFile};
 
 use crate::analysis::{self, CoverageMap};
@@ -359,7 +359,7 @@ pub fn calibrate_cpp(
 
 /// `Err` when a run that ended by itself has no whole coverage: lines lost to the sandbox or
 /// to gcovr would silently move unique blocks and tiers, so they stop the problem instead.
-fn measured(r: &clover_sandbox::gtest::GtestResult, what: &str) -> Result<(), String> {
+fn measured(r: &clover_gtest::GtestResult, what: &str) -> Result<(), String> {
     match &r.coverage_problem {
         None => Ok(()),
         Some(why) => Err(format!(

@@ -17,7 +17,7 @@
 //! elsewhere (a background thread reaching an unrelated file) are noted, not fatal. The
 //! empty test takes `**parameters`, so that it collects under a class-level `parametrize`.
 //! Coverage is configured by one settings file shared with sandbox-run
-//! ([`clover_sandbox::pytest::coverage_rc`]) that names files from the repository root, so
+//! ([`clover_pytest::coverage_rc`]) that names files from the repository root, so
 //! two modules of one name in two source folders never mix. The slow path (`--per-test`) runs each problem with its empty variant in a process
 //! of its own; it exists to cross-check the fast one, and the fast path falls back to it for
 //! a group whose shared run timed out or crashed. A problem file that does not collect

@@ -12,14 +12,15 @@ use clover_calibrate::mutation::{self, MutantRun, MutationError, Sample};
 use clover_calibrate::{
     calibrate_cpp, calibrate_group_noted, steady_text, CalibrateOptions, EmptyRuns, Note,
 };
+use clover_gtest::LibraryCache;
 use clover_manifest::RepoConfig;
 use clover_mutate::Verdict;
 use clover_protocol::{
     diag, exit, finish_main, CalibratedProblem, Language, Problem, ProblemMutants, RecordReader,
     RecordWriter, Shard, StageIo, Stopped, Usage,
 };
-use clover_sandbox::gtest::LibraryCache;
-use clover_sandbox::{CheckedInterpreters, Limits, Sandbox};
+use clover_pytest::CheckedInterpreters;
+use clover_sandbox::{Limits, Sandbox};
 use rayon::prelude::*;
 
 const TOOL: &str = "clover-calibrate";
@@ -44,7 +45,7 @@ fn run(args: Cli) -> Result<u8> {
         .context("cannot open the C++ library cache")?;
     let empties = EmptyRuns::default();
     let interpreters = CheckedInterpreters::default();
-    let warm = (!args.cold).then(|| std::sync::Arc::new(clover_sandbox::WarmPool::new()));
+    let warm = (!args.cold).then(|| std::sync::Arc::new(clover_pytest::WarmPool::new()));
     let statements = std::sync::Arc::default();
     let ctx = Ctx {
         warm: &warm,
@@ -277,7 +278,7 @@ struct Ctx<'a> {
     default_python: &'a std::path::Path,
     pool: &'a rayon::ThreadPool,
     /// Warm pytest workers for Python groups, unless `--cold`.
-    warm: &'a Option<std::sync::Arc<clover_sandbox::WarmPool>>,
+    warm: &'a Option<std::sync::Arc<clover_pytest::WarmPool>>,
     /// Each interpreter's check before its first run: `Err` says why it cannot serve.
     interpreters: &'a CheckedInterpreters,
     /// The executable lines of the Python files the runs reported so far.
@@ -307,7 +308,7 @@ fn limits_for(args: &Cli, repo: &RepoConfig) -> Limits {
 }
 
 /// Checks, once per interpreter and before its first run, that the Python interpreters of
-/// `problems`' repositories can run pytest with coverage (see `clover_sandbox::check_python`);
+/// `problems`' repositories can run pytest with coverage (see `clover_pytest::check_python`);
 /// one that cannot stops the stage as bad usage, saying how to fix it.
 fn check_interpreters<'p>(
     ctx: &Ctx,
@@ -695,10 +696,7 @@ fn judge_mutants(
         };
         let own = limits_for(ctx.args, &ctx.repos[&record.repo]);
         // (A C++ harness bounds its mutants' runs itself, with its compile's time.)
-        run_of(
-            record,
-            clover_sandbox::pytest::mutant_limits(&own, *control),
-        )
+        run_of(record, clover_pytest::mutant_limits(&own, *control))
     };
     let passed = |i: usize| matches!(controls[i], Some(Ok(_)));
     // Then the mutants of the problems whose control run passed: a Python problem's first in

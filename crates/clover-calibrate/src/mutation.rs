@@ -5,7 +5,7 @@
 //! A Python problem's focal code is its targets' bodies and unique blocks; a C++ problem's is
 //! its focal source (a translation unit of the library, or a header), both on the lines the
 //! ground truth reached. A C++ ground truth is compiled once per problem
-//! (`clover_sandbox::gtest::MutantHarness`) and each mutant recompiles only the focal source
+//! (`clover_gtest::MutantHarness`) and each mutant recompiles only the focal source
 //! (a header: the test file and the library sources that include it) and relinks; a mutant
 //! that does not compile is `invalid`.
 //!
@@ -18,6 +18,9 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::Instant;
 
+use clover_gtest::{
+    mutant_limits, CppProject, GtestRun, LibraryCache, LibraryError, MutantHarness, Replacement,
+};
 use clover_manifest::RepoConfig;
 use clover_mutate::{
     keep_killed, mutants, problem_focus, problem_mutants, problem_seed, Focus, Mutant, Mutants,
@@ -26,11 +29,9 @@ use clover_mutate::{
 use clover_protocol::{
     CalibratedProblem, Language, LineRanges, Outcome, ProblemMutants, TestCase, TestOutcome,
 };
-use clover_sandbox::gtest::{
-    mutant_limits, CppProject, GtestRun, LibraryCache, LibraryError, MutantHarness, Replacement,
-};
-use clover_sandbox::pytest::PytestRun;
-use clover_sandbox::{Limits, Sandbox, SandboxError, WarmPool, WriteFile};
+use clover_pytest::PytestRun;
+use clover_pytest::WarmPool;
+use clover_sandbox::{Limits, Sandbox, SandboxError, WriteFile};
 
 use crate::analysis::reached_lines;
 use crate::node_of_case;

@@ -9,7 +9,8 @@ use clover_protocol::{
     CalibratedProblem, Exclusion, ExclusionReason, FileTier, Outcome, Problem, PythonProblem,
     RecordKind, Target, TestCase, TestOutcome, UniqueBlock, SCHEMA_VERSION,
 };
-use clover_sandbox::{ExitStatus, Limits, RunSpec, Sandbox, WarmPool, WarmRun, WriteFile};
+use clover_pytest::{WarmPool, WarmRun};
+use clover_sandbox::{ExitStatus, Limits, RunSpec, Sandbox, WriteFile};
 use rayon::prelude::*;
 
 use crate::analysis::{self, CoverageMap, Definition};
@@ -30,7 +31,7 @@ pub struct CalibrateOptions {
     pub python: PathBuf,
     /// Limits of one pytest process.
     pub limits: Limits,
-    /// Warm pytest workers to run groups in (`clover_sandbox::WarmPool`); `None` runs each
+    /// Warm pytest workers to run groups in (`clover_pytest::WarmPool`); `None` runs each
     /// group in a fresh interpreter (`--cold`). The records are the same.
     pub warm: Option<std::sync::Arc<WarmPool>>,
     /// The executable lines of the files runs so far reported, shared by every group of the
@@ -270,7 +271,7 @@ fn run_pytest_once(
         .collect();
     spec.files.push(WriteFile {
         path: PathBuf::from(format!("{REPORT_DIR}/coveragerc")),
-        contents: clover_sandbox::pytest::coverage_rc(&sources).into_bytes(),
+        contents: clover_pytest::coverage_rc(&sources).into_bytes(),
     });
     spec.files.push(WriteFile {
         path: PathBuf::from(format!("{REPORT_DIR}/{}.py", coverage_json::PLUGIN_MODULE)),
@@ -299,7 +300,7 @@ fn run_pytest_once(
             .map(|(k, v)| (k.into(), v.into())),
     );
     spec.env.push(("PYTHONPATH".into(), python_path.into()));
-    spec.binds = clover_sandbox::pytest::python_binds(&opts.python);
+    spec.binds = clover_pytest::python_binds(&opts.python);
     spec.limits = opts.limits.clone();
     spec.collect = vec![
         PathBuf::from(format!("{REPORT_DIR}/junit.xml")),
@@ -376,7 +377,7 @@ fn run_pytest_once(
         ));
         return Ok(report);
     };
-    let cases = clover_sandbox::report::parse_junit(junit).map_err(|e| GroupError::Problem {
+    let cases = clover_report::parse_junit(junit).map_err(|e| GroupError::Problem {
         id: files.first().map(|f| f.0.to_string()).unwrap_or_default(),
         message: format!("unreadable JUnit report: {e}"),
     })?;

@@ -1321,7 +1321,7 @@ fn copied_operand_coverage(r: &CalibratedProblem, fixture: &Path) -> Vec<FileCov
     let p = r.problem.python.as_ref().unwrap();
     let candidate = clover_calibrate::empty_variant(&r.problem).unwrap().text;
     let repo = &RepoConfig::resolve(None, None, Some(fixture)).unwrap()[0];
-    let run = clover_sandbox::pytest::PytestRun {
+    let run = clover_pytest::PytestRun {
         repo: repo.root.clone(),
         python: clover_testkit::python().unwrap(),
         targets: vec![p.problem_file.clone()],

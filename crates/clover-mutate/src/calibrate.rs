@@ -1,6 +1,6 @@
 //! Calibrate's half: keep the mutants the ground truth kills.
 
-use crate::Mutant;
+use crate::sample::Mutant;
 
 /// What running the ground truth against one mutant showed.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -11,7 +11,7 @@
 //! calibrate could not run) ⇒ outcome `judge_only`, nothing run, its code taken out for
 //! score's judge. Python candidates run under pytest with
 //! coverage of the repository's source folders; C++ candidates are compiled and run as
-//! GoogleTest binaries (`clover_sandbox::gtest`).
+//! GoogleTest binaries (`clover_gtest`).
 //!
 //! The exception to "one result per response": the responses to the chunks of one C++ source
 //! are joined into one test file (`clover_answer::assemble_file`), which is compiled, run and
@@ -33,7 +33,7 @@
 //! source alone compiled again and linked ([`mutation::run_cpp`]).
 //!
 //! It deliberately decides no verdict of its own: outcomes come from the runner's judges
-//! (`clover_sandbox::pytest::judge`, the GoogleTest runner), and metrics are score's.
+//! (`clover_pytest::judge`, the GoogleTest runner), and metrics are score's.
 
 pub mod cli;
 pub mod mutation;
@@ -50,11 +50,12 @@ use clover_protocol::{
     StageIo, Stopped, Task, Usage, SCHEMA_VERSION,
 };
 
-use clover_sandbox::gtest::{CppProject, GtestRun, LibraryCache, LibraryError};
-use clover_sandbox::pytest::{PytestResult, PytestRun};
+use clover_gtest::{CppProject, GtestRun, LibraryCache, LibraryError};
+use clover_pytest::{
+    BatchVerdicts, CheckedInterpreters, PytestResult, PytestRun, PythonTools, WarmPool,
+};
 use clover_sandbox::{
-    check_relative, BatchVerdicts, CheckedInterpreters, Limits, OnceMap, PythonTools, RunOutput,
-    Sandbox, SandboxError, WarmPool, WriteFile,
+    check_relative, Limits, OnceMap, RunOutput, Sandbox, SandboxError, WriteFile,
 };
 use clover_screen::{Finding, Screen};
 
@@ -80,7 +81,7 @@ pub struct ResponseRunner<'a> {
     /// Each interpreter's check, made before its first run: the versions, or why it cannot
     /// serve (then the stage stops).
     interpreters: CheckedInterpreters,
-    /// Warm pytest workers ([`clover_sandbox::WarmPool`]); `None` runs every Python
+    /// Warm pytest workers ([`clover_pytest::WarmPool`]); `None` runs every Python
     /// candidate cold (`--cold`).
     warm: Option<WarmPool>,
     /// Every run made, by all that decides its result: an identical candidate (same
@@ -390,7 +391,7 @@ impl<'a> ResponseRunner<'a> {
         Ok(result)
     }
 
-    /// Checks `python` once, before its first run (see `clover_sandbox::check_python`), and says on stderr
+    /// Checks `python` once, before its first run (see `clover_pytest::check_python`), and says on stderr
     /// what it found.
     fn check_interpreter(&self, python: &Path, repo: &Path) -> Result<PythonTools, ResponseError> {
         self.interpreters
@@ -592,7 +593,7 @@ impl<'a> ResponseRunner<'a> {
                     (Some(pool), false) => {
                         // Each mutant's limits are bounded by the measured run's own in the
                         // worker; here only by the candidate's.
-                        let limits = clover_sandbox::pytest::mutant_limits(
+                        let limits = clover_pytest::mutant_limits(
                             &invocation.limits,
                             invocation.limits.wall,
                         );
@@ -689,7 +690,7 @@ impl<'a> ResponseRunner<'a> {
             Some((_, v)) => v.push(" -x"),
             None => env.push(("PYTEST_ADDOPTS".into(), "-x".into())),
         }
-        let limits = clover_sandbox::pytest::mutant_limits(&original.limits, plain);
+        let limits = clover_pytest::mutant_limits(&original.limits, plain);
         // First one batch in a warm worker (unless the measured run's request judged them):
         // the candidate collected once, each mutant patched into a fork of it. What it could
         // not judge runs on its own, in a fresh view.

@@ -9,11 +9,12 @@ use std::time::Duration;
 
 use anyhow::{bail, Context};
 use clap::Parser;
+use clover_gtest::LibraryCache;
 use clover_manifest::RepoConfig;
 use clover_protocol::{diag, finish_main, Outcome, RunResult, StageIo, Usage};
-use clover_sandbox::gtest::LibraryCache;
-use clover_sandbox::pytest::PytestRun;
-use clover_sandbox::{check_python, InterpreterError, Limits, Sandbox, WriteFile};
+use clover_pytest::PytestRun;
+use clover_pytest::{check_python, InterpreterError};
+use clover_sandbox::{Limits, Sandbox, WriteFile};
 use clover_sandbox_run::cli::Cli;
 use clover_sandbox_run::mutation::Sidecar;
 use clover_sandbox_run::{run_responses, unrun_result, ResponseRunner, TAIL_BYTES};

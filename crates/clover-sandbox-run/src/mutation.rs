@@ -14,22 +14,22 @@
 //! chunk's response run by itself ([`crate::ResponseRunner::run`]) has no pass: its span is
 //! in lines of the comment-stripped code, not of the file the mutants are placed in. A
 //! passing C++ candidate runs against each mutant through
-//! `clover_sandbox::gtest::MutantHarness` ([`run_cpp`]), built from the test object the
+//! `clover_gtest::MutantHarness` ([`run_cpp`]), built from the test object the
 //! candidate's own run compiled (so its test file is compiled once); per mutant only the
 //! focal source is compiled again (a header: with the test file and the library sources that
 //! include it) and linked, and the binary stops at its first failing test, or when it has
 //! spent three times the CPU time of the candidate's own binary and 0.25 s more
-//! (`clover_sandbox::gtest::mutant_cpu_secs`).
+//! (`clover_gtest::mutant_cpu_secs`).
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use clover_gtest::{mutant_limits, GtestRun, LibraryCache, MutantHarness, Replacement};
 use clover_protocol::{
     KeptMutant, Language, LineRanges, Mutation, OperatorKills, Outcome, ProblemMutants,
     RecordError, RecordReader, Response, Task,
 };
-use clover_sandbox::gtest::{mutant_limits, GtestRun, LibraryCache, MutantHarness, Replacement};
 use clover_sandbox::{Sandbox, WriteFile};
 use serde::Deserialize;
 

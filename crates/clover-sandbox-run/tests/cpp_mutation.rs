@@ -9,11 +9,11 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use clover_gtest::{CppProject, GtestRun, LibraryCache, Replacement};
 use clover_protocol::{
     ExecSpec, Language, Outcome, ProblemMutants, RecordKind, Response, RunResult, Task,
     SCHEMA_VERSION,
 };
-use clover_sandbox::gtest::{CppProject, GtestRun, LibraryCache, Replacement};
 use clover_sandbox::{Limits, Sandbox, WriteFile};
 
 const PROBLEM: &str = "calc/src/calc.cc";

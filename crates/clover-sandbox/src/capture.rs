@@ -34,7 +34,7 @@ impl Captured {
 
 /// `text` cut to about `max` bytes the way a stream is: its head and its tail, with a line
 /// between them saying how much was left out. A character cut in two becomes U+FFFD.
-pub(crate) fn cap_text(text: &str, max: usize) -> String {
+pub fn cap_text(text: &str, max: usize) -> String {
     if text.len() <= max {
         return text.to_string();
     }
@@ -46,7 +46,7 @@ pub(crate) fn cap_text(text: &str, max: usize) -> String {
 /// Keeps the first half of `cap` bytes and a ring of the last half, so a flood costs no more
 /// memory than the cap however long it runs.
 #[derive(Debug)]
-pub(crate) struct HeadTail {
+pub struct HeadTail {
     head_cap: usize,
     tail_cap: usize,
     head: Vec<u8>,
@@ -57,7 +57,7 @@ pub(crate) struct HeadTail {
 }
 
 impl HeadTail {
-    pub(crate) fn new(cap: usize) -> Self {
+    pub fn new(cap: usize) -> Self {
         let head_cap = cap / 2;
         HeadTail {
             head_cap,
@@ -69,7 +69,7 @@ impl HeadTail {
         }
     }
 
-    pub(crate) fn push(&mut self, mut data: &[u8]) {
+    pub fn push(&mut self, mut data: &[u8]) {
         self.total += data.len() as u64;
         let room = self.head_cap - self.head.len();
         if room > 0 {
@@ -99,11 +99,11 @@ impl HeadTail {
 
     /// Counts bytes that were left out before they reached this capture (a stream another
     /// process already cut to its head and tail).
-    pub(crate) fn set_total(&mut self, total: u64) {
+    pub fn set_total(&mut self, total: u64) {
         self.total = self.total.max(total);
     }
 
-    pub(crate) fn finish(self) -> Captured {
+    pub fn finish(self) -> Captured {
         let kept = (self.head.len() + self.tail.len()) as u64;
         let truncated = self.total > kept;
         let mut bytes = self.head;

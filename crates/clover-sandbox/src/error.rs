@@ -42,7 +42,8 @@ pub enum SandboxError {
 }
 
 impl SandboxError {
-    pub(crate) fn io(what: &'static str, path: impl Into<PathBuf>, source: io::Error) -> Self {
+    /// An I/O error while `what` on `path`.
+    pub fn io(what: &'static str, path: impl Into<PathBuf>, source: io::Error) -> Self {
         SandboxError::Io {
             what,
             path: path.into(),

@@ -1,8 +1,11 @@
-//! Runs untrusted test code — tests that a model wrote — and reports exactly what happened.
+//! Runs untrusted code — tests that a model wrote, and whatever they start — in Linux
+//! namespaces with limits, and says exactly how each run ended.
 //!
-//! This is the runner behind `clover sandbox-run`, and the library other stages (calibrate)
-//! call to run ground truths. One [`Sandbox`] per process runs [`RunSpec`]s, concurrently if
-//! the caller likes, and returns a [`RunOutput`] for each.
+//! It guarantees that nothing a run does reaches the host (files, processes, network) and that
+//! every run ends within its limits; it is the floor under clover's test runners (one crate
+//! per language) and knows nothing of any test framework. One [`Sandbox`]
+//! per process runs [`RunSpec`]s, concurrently if the caller likes, and returns a
+//! [`RunOutput`] for each.
 //!
 //! # Isolation
 //!
@@ -34,44 +37,41 @@
 //! # Reports
 //!
 //! Files named in [`RunSpec::collect`] are read back from the run's view after every
-//! process of the run is gone, without following any symlink, up to a size cap. [`report`]
-//! parses them: JUnit XML as pytest (xunit1 and xunit2), GoogleTest and ctest write it, and
-//! Cobertura XML as coverage.py and gcovr write it. [`pytest`] and [`gtest`] put it together
-//! for the two kinds of repository clover knows, including the cross-check of exit code and
-//! report (a crash writes no XML and is a crash, not "0 tests, passed"). [`gtest`] also
-//! compiles: the library under test once per repository (cached by a hash of its sources and
-//! flags), each candidate against it, all inside the sandbox.
+//! process of the run is gone, without following any symlink, up to a size cap: a test
+//! runner's report, a measurement it wrote, a built binary. What they mean is the caller's business;
+//! the sandbox neither parses nor trusts them.
 //!
-//! A report file is a file of the run's view, which the payload can write like any other. So
-//! what vouches for a report travels otherwise: a run with [`RunSpec::report_channel`] gets
-//! the write end of a pipe only the host reads ([`RunOutput::channel`]), and a pytest run's
-//! trusted plugin sends pytest's own record of its session there (exit status, tests by
-//! outcome, a hash of each report); a run is believed only when the channel holds exactly that
-//! one record and it agrees with the reports and the exit code ([`pytest::check_session`]).
+//! A collected file is a file of the run's view, which the payload can write like any other.
+//! So what vouches for a report travels otherwise: a run with [`RunSpec::report_channel`]
+//! gets the write end of a pipe only the host reads ([`RunOutput::channel`]), for a trusted
+//! part of the payload (a runner's own plugin) to say what happened where the rest of the
+//! payload cannot write it by path.
+//!
+//! # Long-lived payloads
+//!
+//! [`Sandbox::start_worker`] starts a payload that is not waited for: it keeps the
+//! capabilities of its own user namespace (never the host's), talks to the caller over a
+//! request pipe and an answer pipe ([`WorkerProcess`]), and serves many requests, each in a
+//! child it isolates further itself. The caller reads the worker's cgroup counters around
+//! each request and judges the limit that ended it with [`decide_limit`], as the sandbox
+//! judges its own runs.
 //!
 //! # Embedding it
 //!
-//! The runner is a library of its own: it depends on the wire types and the manifest, on no
-//! stage. One pytest file, with limits, and its verdict:
+//! The sandbox is a library of its own: it depends on the wire types alone, and knows no test
+//! framework. One command, with limits, and what happened (`examples/run_command.rs` is the
+//! same as a program):
 //!
 //! ```no_run
 //! use std::time::Duration;
-//! use clover_sandbox::{pytest::PytestRun, Limits, Sandbox, WriteFile};
+//! use clover_sandbox::{Limits, RunSpec, Sandbox, WriteFile};
 //!
-//! let test = "from pkg import add\n\ndef test_add():\n    assert add(2, 2) == 4\n";
-//! let run = PytestRun {
-//!     repo: "/srv/pkg".into(),
-//!     python: "/srv/pkg/.venv/bin/python".into(),
-//!     targets: vec!["tests/test_candidate.py".into()],
-//!     files: vec![WriteFile { path: "tests/test_candidate.py".into(), contents: test.into() }],
-//!     cov_sources: vec!["src/pkg".into()],
-//!     cov_only: None,
-//!     cov_contexts: false,
-//!     env: Vec::new(),
-//!     limits: Limits { wall: Duration::from_secs(30), memory_bytes: 512 << 20, ..Limits::default() },
-//! };
-//! let verdict = run.run(&Sandbox::new()?)?;
-//! println!("{:?}: {} test(s), {} file(s) covered", verdict.outcome, verdict.tests.len(), verdict.coverage.len());
+//! let mut spec = RunSpec::new("/srv/project", ["/bin/sh", "-c", "sh ./check.sh > out.txt"]);
+//! spec.files.push(WriteFile { path: "check.sh".into(), contents: b"echo hello\n".to_vec() });
+//! spec.collect.push("out.txt".into());
+//! spec.limits = Limits { wall: Duration::from_secs(10), memory_bytes: 256 << 20, ..Limits::default() };
+//! let out = Sandbox::new()?.run(&spec)?;
+//! println!("{:?} (limit hit: {:?}), out.txt: {:?}", out.exit, out.limit_hit, out.file("out.txt"));
 //! # Ok::<(), clover_sandbox::SandboxError>(())
 //! ```
 //!
@@ -87,35 +87,28 @@
 //!
 //! - It needs root on the host (to map host uid 0 for building the root); it never falls back
 //!   to running anything unsandboxed.
-//! - It does not decide what to run: building the candidate from a model's answer, choosing
-//!   node ids and scoring belong to the callers (the `clover-sandbox-run` stage crate,
-//!   calibrate). It reads and writes no records and depends on no stage crate.
-//! - It does not scrape logs for results: outcomes come from reports and exit statuses only.
+//! - It does not decide what to run or what a run means: the test runners above it build the
+//!   command and read the reports, the stages (`clover-sandbox-run`, calibrate) build the
+//!   candidate and score it. It reads and writes no records, and depends
+//!   on no runner and no stage.
 //! - It does not defend against kernel bugs; it is a namespace sandbox, not a VM.
 
 mod capture;
 mod error;
 mod fs;
-pub mod gtest;
-mod interpreter;
 mod limits;
 mod once;
-pub mod pytest;
-pub mod report;
 mod sandbox;
 mod spawn;
 mod spec;
-mod worker;
 
-pub use capture::Captured;
+pub use capture::{cap_text, Captured, HeadTail};
 pub use error::SandboxError;
 pub use fs::check_relative;
-pub use interpreter::{check_python, CheckedInterpreters, InterpreterError, PythonTools};
-pub use limits::{cgroup_v1, V1Hierarchy};
+pub use limits::{cgroup_v1, CgroupStats, V1Hierarchy};
 pub use once::OnceMap;
-pub use sandbox::Sandbox;
+pub use sandbox::{decide_limit, Sandbox, WorkerProcess};
 pub use spec::{
     ChannelBytes, Collected, CollectedFile, ExitStatus, LimitBackend, Limits, RepoView, RunOutput,
     RunSpec, WriteFile, REPORT_CHANNEL_ENV, REPORT_CHANNEL_FD, REPORT_CHANNEL_MAX_BYTES,
 };
-pub use worker::{BatchVerdict, BatchVerdicts, ColdReason, WarmPool, WarmRun};

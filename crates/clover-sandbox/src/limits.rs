@@ -267,10 +267,13 @@ pub(crate) struct RunCgroup {
 
 /// What the cgroups counted during a run.
 #[derive(Debug, Default, Clone, Copy)]
-pub(crate) struct CgroupStats {
-    pub(crate) oom_kills: u64,
-    pub(crate) pids_max_hits: u64,
-    pub(crate) peak_memory: Option<u64>,
+pub struct CgroupStats {
+    /// Processes the memory limit killed.
+    pub oom_kills: u64,
+    /// Forks the process limit refused.
+    pub pids_max_hits: u64,
+    /// The most memory the run's cgroup held, where the kernel reports it.
+    pub peak_memory: Option<u64>,
 }
 
 impl RunCgroup {

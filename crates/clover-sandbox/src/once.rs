@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 /// to this caller, the key is forgotten so that a later caller tries again, and callers that
 /// were already waiting get `Ok(None)`.
 ///
-/// The library cache of the GoogleTest runner and calibrate's empty-test runs both use it.
+/// A build cache shared by concurrent runs is the case it is made for.
 #[derive(Debug)]
 pub struct OnceMap<K, V> {
     slots: Mutex<HashMap<K, Arc<OnceLock<Option<V>>>>>,

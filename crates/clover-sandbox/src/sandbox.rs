@@ -296,11 +296,11 @@ impl Sandbox {
             .map_err(RunError::into_sandbox)
     }
 
-    /// Starts the supervisor of a warm worker ([`crate::worker`]): `spec` is run as a
-    /// payload that keeps uid 0 and the capabilities of the run's user namespace, with a
-    /// pipe for stdin, and is not waited for. It needs an overlay view of the repository
-    /// (the worker stacks one overlay per candidate on it).
-    pub(crate) fn start_worker(&self, spec: &RunSpec) -> Result<WorkerProcess, SandboxError> {
+    /// Starts the supervisor of a long-lived worker: `spec` is run as a payload that keeps
+    /// uid 0 and the capabilities of the run's user namespace (never the host's), with a
+    /// request pipe and an answer pipe ([`WorkerProcess`]), and is not waited for. It needs
+    /// an overlay view of the repository (a worker stacks one overlay per request on it).
+    pub fn start_worker(&self, spec: &RunSpec) -> Result<WorkerProcess, SandboxError> {
         let (repo, binds) = checked(spec)?;
         if self.overlay_unavailable.load(Ordering::Relaxed) || !sfs::overlay_safe(&repo) {
             return Err(SandboxError::InvalidSpec(
@@ -332,16 +332,43 @@ impl Sandbox {
     }
 }
 
-/// A started warm worker's supervisor and what it holds. Fields drop in order: the
-/// supervisor (and so the worker and its children) is killed and reaped before its cgroups
-/// are removed.
+/// A started worker's supervisor and what it holds ([`Sandbox::start_worker`]). Dropping it
+/// ends the worker. Fields drop in order: the supervisor (and so the worker and its children)
+/// is killed and reaped before its cgroups are removed.
 #[derive(Debug)]
-pub(crate) struct WorkerProcess {
-    pub(crate) running: spawn::Running,
-    pub(crate) cgroup: RunCgroup,
+pub struct WorkerProcess {
+    running: spawn::Running,
+    cgroup: RunCgroup,
     _netns: Option<NetnsLease>,
-    pub(crate) host_uid: u32,
-    pub(crate) backend: LimitBackend,
+    host_uid: u32,
+    backend: LimitBackend,
+}
+
+impl WorkerProcess {
+    /// The write end of the worker's request pipe (its stdin), while it has one.
+    pub fn requests(&self) -> Option<RawFd> {
+        self.running.requests()
+    }
+
+    /// The read end of the worker's answer pipe.
+    pub fn answers(&self) -> RawFd {
+        self.running.answers()
+    }
+
+    /// What the worker's cgroups have counted so far, every request it served included.
+    pub fn stats(&self) -> CgroupStats {
+        self.cgroup.stats()
+    }
+
+    /// The host uid the worker's sandbox user is mapped to.
+    pub fn host_uid(&self) -> u32 {
+        self.host_uid
+    }
+
+    /// How the worker's limits are enforced.
+    pub fn backend(&self) -> LimitBackend {
+        self.backend
+    }
 }
 
 /// The repository and binds of a spec, canonical, once the spec is checked.
@@ -743,8 +770,9 @@ fn exec_plan(spec: &RunSpec, repo: &Path, backend: LimitBackend) -> Result<ExecP
     })
 }
 
-/// The limit that ended a run, judged from how it ended and what the cgroups counted.
-pub(crate) fn decide_limit(
+/// The limit that ended a run, judged from how it ended and what the cgroups counted: the
+/// sandbox's own rule, for a caller that runs requests in a worker to judge them alike.
+pub fn decide_limit(
     timed_out: bool,
     exit: ExitStatus,
     stats: &CgroupStats,

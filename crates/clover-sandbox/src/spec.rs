@@ -4,11 +4,12 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clover_protocol::{LimitHit, Outcome, TestCase};
+use clover_protocol::LimitHit;
 
 use crate::capture::Captured;
 
-/// The limits of one run. Every field has a default sized for one pytest file.
+/// The limits of one run. Every field has a default sized for one test file of an
+/// interpreted language.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Limits {
     /// Wall clock from the start of the payload; on expiry the whole pid namespace is killed.
@@ -89,8 +90,8 @@ pub struct RunSpec {
     pub collect_max_bytes: u64,
     /// Gives the payload the write end of a pipe that only the host reads: descriptor
     /// [`REPORT_CHANNEL_FD`], named in `$CLOVER_REPORT_FD`. What a trusted part of the run
-    /// (clover's pytest plugin) says there cannot be written by path into the run's files,
-    /// as a report can; [`RunOutput::channel`] holds it.
+    /// (a test runner's own plugin) says there cannot be written by path into the run's
+    /// files, as a report can; [`RunOutput::channel`] holds it.
     pub report_channel: bool,
 }
 
@@ -238,7 +239,7 @@ pub struct ChannelBytes {
 
 impl ChannelBytes {
     /// Adds what was read, keeping at most the cap.
-    pub(crate) fn push(&mut self, data: &[u8]) {
+    pub fn push(&mut self, data: &[u8]) {
         let room = REPORT_CHANNEL_MAX_BYTES.saturating_sub(self.bytes.len());
         self.bytes.extend_from_slice(&data[..data.len().min(room)]);
         self.total += data.len() as u64;
@@ -252,41 +253,5 @@ impl RunOutput {
             .iter()
             .find(|f| f.path == path.as_ref())
             .map(|f| &f.content)
-    }
-}
-
-/// An outcome with the reason when the report alone does not say it.
-pub type Verdict = (Outcome, Option<String>);
-
-/// The part of a verdict every runner shares: a run a limit ended, one a signal ended, and one
-/// that wrote no report are decided here (a crash writes no report and is never a pass).
-/// Otherwise the exit code and the report come back for the runner's own cross-check.
-pub(crate) fn verdict_of_ending<'a>(
-    program: &str,
-    exit: ExitStatus,
-    limit: Option<LimitHit>,
-    tests: Option<&'a [TestCase]>,
-) -> Result<(i32, &'a [TestCase]), Verdict> {
-    match limit {
-        Some(LimitHit::WallClock) => return Err((Outcome::Timeout, None)),
-        Some(LimitHit::Memory) => return Err((Outcome::Oom, None)),
-        Some(l) => return Err((Outcome::Killed, Some(format!("the run hit its {l} limit")))),
-        None => {}
-    }
-    let code = match exit {
-        ExitStatus::Signal(s) => {
-            return Err((
-                Outcome::Killed,
-                Some(format!("{program} was killed by signal {s}")),
-            ))
-        }
-        ExitStatus::Code(c) => c,
-    };
-    match tests {
-        Some(tests) => Ok((code, tests)),
-        None => Err((
-            Outcome::Error,
-            Some(format!("{program} exited with {code} and wrote no report")),
-        )),
     }
 }

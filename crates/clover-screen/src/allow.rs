@@ -1,7 +1,7 @@
 //! The allowlist: legitimate uses of screened constructs, each in one exact shape, each with
 //! its reason.
 
-use crate::{Finding, Rule};
+use crate::rule::{Finding, Rule};
 
 /// One legitimate use of a screened construct, in one exact shape.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -56,34 +56,7 @@ mod python;
 mod rule;
 
 pub use allow::{Allow, ALLOWLIST};
-pub use rule::{Rule, REPORT_CHANNEL_ENV, REPORT_FOLDER};
-
-use std::fmt;
-
-/// One screened construct in a source file.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Finding {
-    pub rule: Rule,
-    /// What was found, with aliases resolved: `os._exit`, `import coverage`,
-    /// `def pytest_runtest_makereport`, `.f_back`, `exec of a non-literal`.
-    pub construct: String,
-    /// 1-based line of the construct's start.
-    pub line: u32,
-    /// 1-based column of the construct's start, in bytes.
-    pub column: u32,
-    /// The construct's source text: its first line, cut at 120 characters.
-    pub snippet: String,
-}
-
-impl fmt::Display for Finding {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "line {}:{}: {}: {} (`{}`)",
-            self.line, self.column, self.rule, self.construct, self.snippet
-        )
-    }
-}
+pub use rule::{Finding, Rule, REPORT_CHANNEL_ENV, REPORT_FOLDER};
 
 /// A screen with its allowlist.
 #[derive(Debug, Clone)]

@@ -6,8 +6,9 @@ use std::collections::{HashMap, HashSet};
 
 use tree_sitter::{Node, Parser, Tree};
 
-use crate::rule::{attribute_rule, literal_attribute_rule, path_rule, report_marker, Rule};
-use crate::Finding;
+use crate::rule::{
+    attribute_rule, literal_attribute_rule, path_rule, report_marker, Finding, Rule,
+};
 
 thread_local! {
     static PARSER: RefCell<Option<Parser>> = const { RefCell::new(None) };

@@ -82,11 +82,11 @@ fn the_embedded_python_fixture_passes() {
     assert!(files >= 5, "only {files} test files in {}", dir.display());
 }
 
-/// The screen's report folder is the one the sandbox's runners write their reports to; when
+/// The screen's report folder is the one the pytest runner writes their reports to; when
 /// the sandbox moves its reports, this says the screen must follow.
 #[test]
 fn the_report_folder_is_the_sandboxs() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../clover-sandbox/src/pytest.rs");
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../clover-pytest/src/run.rs");
     let text = std::fs::read_to_string(&src).unwrap();
     assert!(
         text.contains(&format!("const OUT_DIR: &str = \"{REPORT_FOLDER}\";")),

@@ -5,13 +5,17 @@
 //! skipped with a printed reason — unless `CLOVER_REQUIRE_TOOLS=1` (set by `cargo xtask test`
 //! and so by CI), where a missing tool fails the test, so no check can quietly stop running.
 //!
-//! It deliberately holds no test logic: only where things are, a fake chat-completions
+//! It deliberately holds no test logic: only where things are, the comparison of a suite run
+//! bare with the same suite sandboxed ([`bare`]), a throwaway repository with
+//! the checks that a hostile run was contained ([`contained`]), a fake chat-completions
 //! server ([`fake_chat`]) that the tests of several crates talk to, and a pipe nobody reads
 //! ([`closed_pipe`]) for the stages' closed-stderr tests.
 
 use std::path::{Path, PathBuf};
 
+pub mod bare;
 pub mod calc;
+pub mod contained;
 pub mod counter;
 pub mod fake_chat;
 
