@@ -60,7 +60,9 @@
 //! use clover_gtest::{CppProject, GtestRun, LibraryCache};
 //! use clover_sandbox::{Limits, Sandbox, WriteFile};
 //!
-//! let cfg = clover_manifest::RepoConfig::resolve(None, None, Some(Path::new("repo"))).unwrap();
+//! let cfg = clover_manifest::RepoConfig::resolve(None, None, Some(Path::new("repo")))
+//!     .unwrap()
+//!     .remove(0);
 //! let project = CppProject::from_config(&cfg);
 //! let cache = LibraryCache::new(Path::new("target/gtest-cache")).unwrap();
 //! let run = GtestRun {
