@@ -135,6 +135,10 @@ pub struct RepoConfig {
     /// Where `source_dirs` and `test_dirs` came from (the manifest, or which detection rule),
     /// one sentence each: what `clover extract --explain` prints.
     pub explanation: Vec<String>,
+    /// What the codebase is for, in a few words (`domain = "key-value storage"`): the domain
+    /// column of CPP-UT-Bench's Table 1, which `clover score --tables paper` prints. Only a
+    /// manifest says it; detection leaves it unset.
+    pub domain: Option<String>,
 }
 
 /// Defaults for limits when a manifest names none.
@@ -178,6 +182,7 @@ struct RawRepo {
     memory_mb: Option<u64>,
     pids: Option<u64>,
     cpus: Option<f64>,
+    domain: Option<String>,
 }
 
 fn dot() -> PathBuf {
@@ -279,6 +284,7 @@ impl Manifest {
                 memory_mb: r.memory_mb.unwrap_or(DEFAULT_MEMORY_MB),
                 pids: r.pids.unwrap_or(DEFAULT_PIDS),
                 cpus: r.cpus.unwrap_or(DEFAULT_CPUS),
+                domain: r.domain.filter(|d| !d.trim().is_empty()),
                 root,
             });
         }
@@ -365,6 +371,7 @@ impl RepoConfig {
             memory_mb: DEFAULT_MEMORY_MB,
             pids: DEFAULT_PIDS,
             cpus: DEFAULT_CPUS,
+            domain: None,
             root,
         })
     }

@@ -50,6 +50,7 @@ LEDGER_STRICT = "1"
 name = "ccfix"
 path = "cc"
 language = "cpp"
+domain = "concurrency"
 include_dirs = ["src"]
 cxxflags = ["-std=c++17", "-O0"]
 link = ["gtest_main", "gtest"]
@@ -77,6 +78,9 @@ link = ["gtest_main", "gtest"]
     assert_eq!(cc.cxx, "g++");
     assert_eq!(cc.link, vec!["gtest_main", "gtest"]);
     assert_eq!(cc.test_globs[0], "*_test.cc");
+    // A domain only when the manifest gives one (CPP-UT-Bench's Table 1).
+    assert_eq!(cc.domain.as_deref(), Some("concurrency"));
+    assert_eq!(py.domain, None);
     let err = m.repo("nope").unwrap_err().to_string();
     assert!(
         err.contains("no repository named `nope`") && err.contains("pyfix, ccfix"),

@@ -41,9 +41,14 @@ pub struct Cli {
     )]
     pub tasks: Vec<TaskArg>,
     /// Settings for every task (`po`, `4k`, …, `128k`, or a token count), replacing the
-    /// per-task defaults (I: po,4k-128k; II: po,8k-128k; III: po,64k,128k; C++: po).
+    /// per-task defaults, CLOVER's (I: po,4k-128k; II: po,8k-64k; III: 64k,128k; C++: po).
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     pub settings: Option<Vec<Setting>>,
+    /// Task III also in problem-only, before 64k and 128k: clover's addition (CLOVER builds
+    /// Task III in contextual settings only, "since it heavily depends on retrieval files");
+    /// score marks the setting as not the paper's. --settings, when given, wins.
+    #[arg(long)]
+    pub coverage_po: bool,
     /// Task I instances per repository at most.
     #[arg(long, default_value_t = 50, value_name = "N")]
     pub cloze_per_repo: usize,

@@ -96,6 +96,9 @@ pub struct Options {
     pub tasks: Vec<Task>,
     /// Settings for every task, replacing the per-task defaults.
     pub settings: Option<Vec<Setting>>,
+    /// Task III in problem-only too, before its default 64k and 128k (clover's addition:
+    /// CLOVER builds Task III in contextual settings only). `settings`, when given, wins.
+    pub coverage_po: bool,
     pub cloze_per_repo: usize,
     pub targeted_per_repo: usize,
     pub coverage_per_repo: usize,
@@ -125,6 +128,7 @@ impl Default for Options {
                 Task::CppUnitTest,
             ],
             settings: None,
+            coverage_po: false,
             cloze_per_repo: 50,
             targeted_per_repo: 25,
             coverage_per_repo: 25,
@@ -140,18 +144,22 @@ impl Default for Options {
 impl Options {
     /// The settings a task is built for: `--settings` if given, else the task's defaults.
     ///
-    /// Defaults: problem-only and 4k–128k for Task I; Task II starts at 8k because 4k less its
-    /// 4000-token output reserve leaves no room for a prompt; Task III uses 64k and 128k as
-    /// CLOVER does; the C++ task is problem-only with few-shot demonstrations, as in
-    /// CPP-UT-Bench.
+    /// Defaults, CLOVER's: problem-only and 4k–128k for Task I ("context lengths ranging from
+    /// 4k to 128k tokens"); problem-only and 8k–64k for Task II ("In Task II, we constructed
+    /// the Problem-Only setting and contextual setting from 8k to 64k": 4k less its
+    /// 4000-token output reserve leaves no room for a prompt); 64k and 128k for Task III ("In
+    /// Task III, we only have the contextual setting since it heavily depends on retrieval
+    /// files"), with problem-only first when [`Options::coverage_po`] asks for it; the C++
+    /// task is problem-only with few-shot demonstrations, as in CPP-UT-Bench.
     pub fn settings_for(&self, task: Task) -> Vec<Setting> {
         if let Some(s) = &self.settings {
             return s.clone();
         }
         let list = match task {
             Task::AssertionCloze => "po,4k,8k,16k,32k,64k,128k",
-            Task::TargetedTest => "po,8k,16k,32k,64k,128k",
-            Task::CoverageTest => "po,64k,128k",
+            Task::TargetedTest => "po,8k,16k,32k,64k",
+            Task::CoverageTest if self.coverage_po => "po,64k,128k",
+            Task::CoverageTest => "64k,128k",
             Task::CppUnitTest => "po",
         };
         parse_settings(list).expect("the defaults parse")
@@ -405,5 +413,45 @@ pub fn print_summary(summary: &Summary, secs: f64) {
     }
     for f in &summary.unusable_files {
         clover_protocol::diag!("{TOOL}: warning: source file left out of contexts: {f}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(settings: Vec<Setting>) -> Vec<String> {
+        settings.iter().map(Setting::to_string).collect()
+    }
+
+    /// The defaults are CLOVER's settings: Task III in contextual settings only unless
+    /// problem-only (clover's addition) is asked for, and `--settings` overrides both.
+    #[test]
+    fn default_settings_are_the_papers() {
+        let o = Options::default();
+        assert_eq!(
+            names(o.settings_for(Task::AssertionCloze)),
+            ["po", "4k", "8k", "16k", "32k", "64k", "128k"]
+        );
+        assert_eq!(
+            names(o.settings_for(Task::TargetedTest)),
+            ["po", "8k", "16k", "32k", "64k"]
+        );
+        assert_eq!(names(o.settings_for(Task::CoverageTest)), ["64k", "128k"]);
+        assert_eq!(names(o.settings_for(Task::CppUnitTest)), ["po"]);
+        let with_po = Options {
+            coverage_po: true,
+            ..Options::default()
+        };
+        assert_eq!(
+            names(with_po.settings_for(Task::CoverageTest)),
+            ["po", "64k", "128k"]
+        );
+        let given = Options {
+            coverage_po: true,
+            settings: Some(parse_settings("8k").unwrap()),
+            ..Options::default()
+        };
+        assert_eq!(names(given.settings_for(Task::CoverageTest)), ["8k"]);
     }
 }

@@ -67,6 +67,7 @@ fn real_main(args: Cli) -> anyhow::Result<u8> {
             s.dedup();
             s
         }),
+        coverage_po: args.coverage_po,
         cloze_per_repo: args.cloze_per_repo,
         targeted_per_repo: args.targeted_per_repo,
         coverage_per_repo: args.coverage_per_repo,

@@ -77,9 +77,15 @@ pub struct Cli {
     /// test lengths for CPP-UT-Bench's Table 1 and Figs. 2–3 in `--tables paper`.
     #[arg(long, value_name = "FILE")]
     pub problems: Vec<PathBuf>,
-    /// `clover`: score's tables per model × task × setting; `paper`: the papers' tables
-    /// (CLOVER Tables 2–8 and the EM-vs-RER gap, CPP-UT-Bench Table 1 and Figs. 2–3), in
-    /// --format table, markdown, json or html. docs/FIDELITY.md maps them.
+    /// The repo manifest (clover.toml): the `domain` of each C++ repository, CPP-UT-Bench's
+    /// Table 1 in `--tables paper`.
+    #[arg(long, value_name = "FILE")]
+    pub manifest: Option<PathBuf>,
+    /// `clover`: score's tables per model × task × setting; `paper`: the papers' tables, each
+    /// as the paper's table of that number holds it (CLOVER Tables 2–8, CPP-UT-Bench Table 1,
+    /// the data of its Figs. 2–3), with clover's own (the EM-vs-RER gap, Task II's called
+    /// rate) under their own names, in --format table, markdown, json or html.
+    /// docs/FIDELITY.md maps them.
     #[arg(long, value_enum, default_value_t = Tables::Clover)]
     pub tables: Tables,
     /// Response files (generate's output, repeatable): the models' full ids, servers and

@@ -70,10 +70,16 @@
 //! each row linked to its results as a JSON Lines file beside the page; no script, no
 //! external resource).
 //!
-//! The papers' tables ([`paper_tables`], `--tables paper`): CLOVER's Table 2 (from the
-//! instances, [`DatasetStats`]), Tables 3–8 in the paper's layout (settings as columns, Best
-//! and Δ), §4.1's EM-vs-RER gap, and CPP-UT-Bench's Table 1 with Figs. 2–3 as charts; a
-//! number clover does not compute is "—" with a footnote, never an estimate.
+//! The papers' tables ([`paper_tables`], `--tables paper`): under each paper number what
+//! the paper's table of that number holds — CLOVER's Table 2 (dataset statistics, from the
+//! instances, [`DatasetStats`]), Table 3 (Task I in problem-only: EM, ER, RER), Table 4
+//! (Task I's RER in the context settings, Best, Δmax and Δmin, models by maximum context),
+//! Table 5 (Task II and Task III success, `full`), Table 6 (Task III success and execution
+//! rate, `full`), Tables 7 and 8 (the same for `part`), CPP-UT-Bench's Table 1 (each
+//! codebase's domain, from the manifest) and the data of its Figs. 2–3 — with the paper's
+//! caption quoted; a setting the paper does not build the task in is marked ‡, and clover's
+//! own tables (the EM-vs-RER gap, Task II's called rate) take no paper number. A number
+//! clover does not compute is "—" with a footnote, never an estimate.
 //!
 //! It deliberately runs nothing but the judge's HTTP requests: the candidates were run by
 //! sandbox-run, and everything a metric needs travels in the records.

@@ -169,7 +169,18 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         }
         report.judge = rows;
     }
-    let stats = (cli.instances.is_some() || !cli.problems.is_empty()).then_some(&stats);
+    if let Some(path) = &cli.manifest {
+        let manifest = clover_manifest::Manifest::load(path)?;
+        for repo in manifest
+            .repos
+            .iter()
+            .filter(|r| r.language == clover_protocol::Language::Cpp)
+        {
+            stats.add_repo_domain(&repo.name, repo.domain.as_deref());
+        }
+    }
+    let stats = (cli.instances.is_some() || !cli.problems.is_empty() || cli.manifest.is_some())
+        .then_some(&stats);
     write_report(&cli, &report, stats)?;
     if judge_failed {
         return Ok(exit::BAD_RECORDS);

@@ -1,14 +1,27 @@
-//! The papers' tables from clover's own records (`clover score --tables paper`).
+//! The papers' tables from clover's own records (`clover score --tables paper`), each under
+//! its number holding what the paper's table of that number holds, its caption quoted:
 //!
-//! CLOVER: Table 2 (per task and setting: unique examples, templates, mean prompt tokens),
-//! Tables 3–8 (a model per row, the context settings as columns, then Best and Δ), and §4.1's
-//! EM-vs-RER gap; CPP-UT-Bench: Table 1 (pairs per repository, test lines, tokens per pair,
-//! chunked files) and Figs. 2–3 (pairs per repository, the distribution of test lengths) as
-//! SVG charts. Which CLOVER table holds what is in docs/FIDELITY.md.
+//! - CLOVER Table 2: per task and setting, unique examples, templates, mean prompt tokens
+//!   (from the instances, `--instances`: run results carry no prompt lengths or problem ids).
+//! - Table 3: Task I in problem-only, EM, ER and RER per model. Table 4: Task I's RER in PO
+//!   and every context setting, Best, and context utilization (Δmax, Δmin). Both list models
+//!   in ascending order of their maximum context (`generate --max-context`, from
+//!   `--responses`), as the paper orders them by "maximum supported sequence length"; a
+//!   model without one goes last, and a footnote says so.
+//! - Table 5: the success rate of Task II (`full`) and, in its rightmost columns, of Task III
+//!   (`full`). Table 6: Task III's success and execution rate (`full`). Table 7: Task II's
+//!   success rate in `part`. Table 8: Task III's success and execution rate in `part`.
+//! - CPP-UT-Bench Table 1: the domain of each C++ codebase, from the manifest's `domain`
+//!   (`--manifest`); its Figs. 2–3 (pairs per repository, their line lengths) as a table of
+//!   their data and, in HTML, as SVG charts.
+//!
+//! The columns are the paper's settings for the task (Task I: PO, 4k–128k; Task II: PO,
+//! 8k–64k; Task III: 64k, 128k) and any other the results hold, marked ‡ as clover's addition
+//! (Task III's PO from `pack-context --coverage-po`). clover's own tables (§4.1's EM-vs-RER
+//! gap, Task II's called rate) carry no caption and say in their titles that they are not
+//! the paper's. docs/FIDELITY.md quotes the sentences each layout follows.
 //!
 //! A number clover does not compute is "—" with a footnote saying why; nothing is estimated.
-//! Dataset statistics come from the instances file (`--instances`): run results do not carry
-//! prompt lengths or problem ids.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
@@ -67,9 +80,11 @@ impl Cell {
 /// A table as a paper prints it: a number, a title, columns, rows and footnotes.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PaperTable {
-    /// `clover-2` … `clover-8`, `clover-gap`, `cpp-1`.
+    /// `clover-2` … `clover-8`, `clover-gap`, `clover-called`, `cpp-1`, `cpp-fig-2-3`.
     pub id: String,
     pub title: String,
+    /// The paper's caption, quoted, when the table is one of the paper's.
+    pub caption: Option<String>,
     pub columns: Vec<String>,
     pub rows: Vec<Vec<Cell>>,
     pub footnotes: Vec<String>,
@@ -82,6 +97,8 @@ pub struct DatasetStats {
     by_setting: BTreeMap<(Task, String), SettingStats>,
     /// Per C++ source file (problem id).
     cpp: BTreeMap<String, CppPair>,
+    /// Per C++ repository of the manifest, its `domain` there (CPP-UT-Bench's Table 1).
+    domains: BTreeMap<String, Option<String>>,
 }
 
 #[derive(Debug, Default, Clone, PartialEq)]
@@ -151,95 +168,52 @@ impl DatasetStats {
         pair.source_lines = Some(cpp.code.lines().count() as u64);
     }
 
+    /// Notes a C++ repository of the manifest and its `domain`, if the manifest gives one.
+    pub fn add_repo_domain(&mut self, repo: &str, domain: Option<&str>) {
+        self.domains
+            .insert(repo.to_string(), domain.map(str::to_string));
+    }
+
     /// Whether any instance was read (Table 2 needs them).
     pub fn has_instances(&self) -> bool {
         !self.by_setting.is_empty()
     }
 }
 
-/// What each CLOVER result table holds: the task, the answer format (`None`: every format,
-/// in a column), and the metrics, one line per model and metric.
-struct Layout {
-    id: &'static str,
-    title: &'static str,
-    task: Task,
-    format: Option<&'static str>,
-    metrics: &'static [&'static str],
-}
-
-const LAYOUTS: &[Layout] = &[
-    Layout {
-        id: "clover-3",
-        title: "CLOVER Table 3 — Task I (assertion cloze): EM, ER and RER per context setting",
-        task: Task::AssertionCloze,
-        format: None,
-        metrics: &["em", "er", "rer"],
-    },
-    Layout {
-        id: "clover-4",
-        title: "CLOVER Table 4 — Task II (targeted test), answer format part",
-        task: Task::TargetedTest,
-        format: Some("part"),
-        metrics: &["execution_rate", "success_rate", "called_rate"],
-    },
-    Layout {
-        id: "clover-5",
-        title: "CLOVER Table 5 — Task III (coverage test), answer format full: execution rate",
-        task: Task::CoverageTest,
-        format: Some("full"),
-        metrics: &["execution_rate"],
-    },
-    Layout {
-        id: "clover-6",
-        title: "CLOVER Table 6 — Task III (coverage test), answer format full: success rate",
-        task: Task::CoverageTest,
-        format: Some("full"),
-        metrics: &["success_rate"],
-    },
-    Layout {
-        id: "clover-7",
-        title: "CLOVER Table 7 — Task II (targeted test), answer format full",
-        task: Task::TargetedTest,
-        format: Some("full"),
-        metrics: &["execution_rate", "success_rate", "called_rate"],
-    },
-    Layout {
-        id: "clover-8",
-        title: "CLOVER Table 8 — Task III (coverage test), answer format part",
-        task: Task::CoverageTest,
-        format: Some("part"),
-        metrics: &["execution_rate", "success_rate"],
-    },
-];
-
-const MISSING_SETTING: &str = "—: the model has no results in that setting (not run, or every result was over its maximum context).";
-const BEST_DELTA: &str = "Best is the highest value over all settings, problem-only (PO) included; Δ = Best − PO, as CLOVER reports context utilization. A setting that lost results to the model's maximum context (marked †) is in neither.";
-const CALLED: &str = "called_rate is clover's stricter Task II reading (a line of the target beyond its import ran), not a column of the paper.";
 const NO_INSTANCES: &str = "—: statistics of the dataset come from the instances file; pass it with --instances (run results carry neither prompt lengths nor problem ids).";
 
-/// Every paper table clover can fill from `report` and, when given, the instances' `stats`.
+/// Every paper table clover can fill from `report` and, when given, the instances' `stats`,
+/// in the papers' order, each of clover's own tables after the paper table it extends.
 pub fn paper_tables(report: &Report, stats: Option<&DatasetStats>) -> Vec<PaperTable> {
-    let mut out = vec![table_2(stats)];
-    for layout in LAYOUTS {
-        out.push(result_table(report, layout));
-    }
-    out.push(gap_table(report));
-    out.push(cpp_table_1(stats));
-    out
+    vec![
+        table_2(stats),
+        table_3(report),
+        gap_table(report),
+        table_4(report),
+        table_5(report),
+        task_iii_table(report, "full"),
+        table_7(report),
+        called_table(report),
+        task_iii_table(report, "part"),
+        cpp_table_1(stats),
+        cpp_figures_2_3(stats),
+    ]
 }
 
 fn table_2(stats: Option<&DatasetStats>) -> PaperTable {
     let mut t = PaperTable {
         id: "clover-2".into(),
         title: "CLOVER Table 2 — unique examples, templates and mean prompt tokens per task and setting".into(),
+        caption: Some("Table 2: Benchmark statistics. Number of unique ex(amples), number of templates and average number of tokens for different settings. Problem Only setting includes only the task instruction without supplementary context. One unique example will be populated into n examples for various settings.".into()),
         columns: ["task", "setting", "unique examples", "templates", "instances", "mean prompt tokens"]
             .map(String::from)
             .to_vec(),
         rows: Vec::new(),
         footnotes: vec![
-            "unique examples: distinct problems; templates: distinct answer formats (and Task I prompt templates) asked; prompt tokens by clover's tokenizer (pack-context --tokenizer), which need not be the paper's.".into(),
+            "unique examples: distinct problems; templates: distinct answer formats (and Task I prompt templates) asked; instances: clover's addition, the prompts built (unique examples × templates, less those that did not fit); prompt tokens by clover's tokenizer (pack-context --tokenizer), which need not be the paper's.".into(),
         ],
     };
+    let mut not_paper = false;
     match stats.filter(|s| s.has_instances()) {
         None => {
             for task in [Task::AssertionCloze, Task::TargetedTest, Task::CoverageTest] {
@@ -263,9 +237,10 @@ fn table_2(stats: Option<&DatasetStats>) -> PaperTable {
             keys.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| setting_order(&a.1, &b.1)));
             for key in keys {
                 let s = &stats.by_setting[key];
+                not_paper |= !is_paper_setting(key.0, &key.1);
                 t.rows.push(vec![
                     Cell::Text(task_name(key.0)),
-                    Cell::Text(key.1.clone()),
+                    Cell::Text(setting_label(key.0, &key.1)),
                     Cell::Count(s.problems.len() as u64),
                     Cell::Count(s.templates.len() as u64),
                     Cell::Count(s.instances),
@@ -274,96 +249,469 @@ fn table_2(stats: Option<&DatasetStats>) -> PaperTable {
             }
         }
     }
+    if not_paper {
+        t.footnotes.push(NOT_PAPER_SETTING.into());
+    }
     t
 }
 
-/// A result table: one line per model (and format) and metric, the settings as columns,
-/// then Best and Δ.
-fn result_table(report: &Report, layout: &Layout) -> PaperTable {
-    let rows: Vec<&Row> = report
+/// The settings CLOVER builds each task in, as its text states them: Task I "with context
+/// lengths spanning 4k to 128k tokens" and problem-only; Task II "the Problem-Only setting
+/// and contextual setting from 8k to 64k"; Task III "only ... the contextual setting", 64k
+/// and 128k. A column of another setting is clover's addition and is marked ‡.
+fn paper_settings(task: Task) -> &'static [&'static str] {
+    match task {
+        Task::AssertionCloze => &["po", "4k", "8k", "16k", "32k", "64k", "128k"],
+        Task::TargetedTest => &["po", "8k", "16k", "32k", "64k"],
+        Task::CoverageTest => &["64k", "128k"],
+        Task::CppUnitTest => &["po"],
+    }
+}
+
+fn is_paper_setting(task: Task, setting: &str) -> bool {
+    paper_settings(task)
+        .iter()
+        .any(|s| s.eq_ignore_ascii_case(setting))
+}
+
+/// A setting as a column or cell names it: `PO` as the paper writes it, ‡ when the paper
+/// does not build the task in it.
+fn setting_label(task: Task, setting: &str) -> String {
+    let name = if setting.eq_ignore_ascii_case("po") {
+        "PO".to_string()
+    } else {
+        setting.to_string()
+    };
+    if is_paper_setting(task, setting) {
+        name
+    } else {
+        format!("{name}‡")
+    }
+}
+
+const NOT_PAPER_SETTING: &str = "‡: clover's addition, a setting CLOVER does not build this task in (pack-context --coverage-po, or --settings): Task I runs in PO and 4k–128k (\"context lengths spanning 4k to 128k tokens\"), Task II in PO and 8k–64k (\"In Task II, we constructed the Problem-Only setting and contextual setting from 8k to 64k\"), Task III in 64k and 128k only (\"In Task III, we only have the contextual setting since it heavily depends on retrieval files\").";
+const MISSING_SETTING: &str = "—: the model has no results in that setting (not run, or every result was over its maximum context).";
+const PARTIAL: &str = "†: some of the setting's results were over the model's maximum context (generate --max-context); the rate is over the rest, and the setting is in neither Best nor Ctx Util.";
+
+/// The all-repository rows of a task in one answer format (`None`: every format).
+fn task_rows<'a>(report: &'a Report, task: Task, format: Option<&str>) -> Vec<&'a Row> {
+    report
         .rows
         .iter()
-        .filter(|r| {
-            r.task == layout.task
-                && r.repo == ALL_REPOS
-                && layout.format.is_none_or(|f| r.format == f)
-        })
-        .collect();
-    let (settings, models) = settings_and_series(&rows);
-    let show_format = layout.format.is_none() && rows.iter().any(|r| !r.format.is_empty());
-    let mut columns = vec!["model".to_string()];
-    if show_format {
-        columns.push("format".into());
-    }
-    columns.push("metric".into());
-    columns.extend(settings.iter().map(|s| s.to_string()));
-    columns.extend(["Best".to_string(), "Δ".to_string()]);
-    let mut out = Vec::new();
-    let mut any_partial = false;
-    for (model, format) in &models {
-        for metric in layout.metrics {
-            let mut line = vec![Cell::Text(model.to_string())];
-            if show_format {
-                line.push(Cell::Text(format.to_string()));
-            }
-            line.push(Cell::Text(metric.to_string()));
-            let mut best: Option<f64> = None;
-            let mut po: Option<f64> = None;
-            for setting in &settings {
-                let row = rows
-                    .iter()
-                    .find(|r| r.model == *model && r.format == *format && r.setting == *setting);
-                let value = row.and_then(|r| r.metrics.get(*metric).map(|v| (r, *v)));
-                match value {
-                    None => line.push(Cell::Missing),
-                    Some((r, v)) if r.over_max_context > 0 => {
-                        any_partial = true;
-                        line.push(Cell::Text(format!("{}†", pct(v))));
-                    }
-                    Some((_, v)) => {
-                        if setting.eq_ignore_ascii_case("po") {
-                            po = Some(v);
-                        }
-                        best = Some(best.map_or(v, |b: f64| b.max(v)));
-                        line.push(Cell::Rate(v));
-                    }
-                }
-            }
-            line.push(best.map_or(Cell::Missing, Cell::Rate));
-            line.push(match (best, po) {
-                (Some(b), Some(p)) => Cell::Delta(b - p),
-                _ => Cell::Missing,
-            });
-            out.push(line);
+        .filter(|r| r.task == task && r.repo == ALL_REPOS && format.is_none_or(|f| r.format == f))
+        .collect()
+}
+
+/// The settings of a table's columns: the paper's for the task, and any other the rows hold,
+/// in setting order.
+fn column_settings<'a>(task: Task, rows: &[&'a Row]) -> Vec<&'a str> {
+    let mut settings: Vec<&str> = paper_settings(task).to_vec();
+    for r in rows {
+        if !settings.iter().any(|s| s.eq_ignore_ascii_case(&r.setting)) {
+            settings.push(r.setting.as_str());
         }
     }
-    let mut footnotes = vec![BEST_DELTA.to_string()];
-    if out.iter().flatten().any(|c| *c == Cell::Missing) {
-        footnotes.push(MISSING_SETTING.into());
+    settings.sort_by(|a, b| setting_order(a, b));
+    settings
+}
+
+/// The maximum context a model was run with (`generate --max-context`, from the
+/// responses): on the table's task, else on any task, since it is the model's window; the
+/// largest if runs differ.
+fn max_context(report: &Report, model: &str, task: Task) -> Option<u32> {
+    let of = |same_task: bool| {
+        report
+            .meta
+            .models
+            .iter()
+            .filter(|m| m.model == model && (!same_task || m.task == task))
+            .filter_map(|m| m.generation.max_context)
+            .max()
+    };
+    of(true).or_else(|| of(false))
+}
+
+/// The rows' models and answer formats in CLOVER's order: ascending maximum context (the
+/// paper's "maximum supported sequence length"), models without one last, then by name.
+fn ordered_series<'a>(report: &Report, task: Task, rows: &[&'a Row]) -> Vec<(&'a str, &'a str)> {
+    let (_, mut series) = settings_and_series(rows);
+    series.sort_by_key(|(model, format)| {
+        let max = max_context(report, model, task);
+        (max.is_none(), max, *model, *format)
+    });
+    series
+}
+
+/// What the row order is, and where clover cannot follow the paper's.
+fn order_footnote(report: &Report, task: Task, series: &[(&str, &str)], paper: &str) -> String {
+    let mut models: Vec<&str> = series.iter().map(|s| s.0).collect();
+    models.dedup();
+    let known: Vec<String> = models
+        .iter()
+        .filter_map(|m| max_context(report, m, task).map(|n| format!("{m} {n}")))
+        .collect();
+    let unknown: Vec<&str> = models
+        .iter()
+        .copied()
+        .filter(|m| max_context(report, m, task).is_none())
+        .collect();
+    let mut s = format!(
+        "Rows: models in ascending order of their maximum context in tokens ({paper}), then by name: clover knows neither a model's size nor whether it is open-source."
+    );
+    if !known.is_empty() {
+        let _ = write!(
+            s,
+            " Maximum context (generate --max-context): {}.",
+            known.join(", ")
+        );
     }
-    if layout.metrics.contains(&"called_rate") {
-        footnotes.push(CALLED.into());
+    if !unknown.is_empty() {
+        let _ = write!(
+            s,
+            " No maximum context recorded for {}, placed last: pass generate's responses with --responses, from a run with --max-context.",
+            unknown.join(", ")
+        );
     }
-    if models.is_empty() {
-        footnotes.push(format!(
-            "No results of {}{} in the input.",
-            task_name(layout.task),
-            layout
-                .format
-                .map(|f| format!(" in answer format {f}"))
-                .unwrap_or_default()
+    s
+}
+
+/// A rate of a model in a setting: "—" without results, † when some were over the model's
+/// maximum context; the value when it may count in Best and Ctx Util.
+fn rate_cell(
+    rows: &[&Row],
+    (model, format): (&str, &str),
+    setting: &str,
+    metric: &str,
+) -> (Cell, Option<f64>) {
+    let row = rows.iter().find(|r| {
+        r.model == model && r.format == format && r.setting.eq_ignore_ascii_case(setting)
+    });
+    match row.and_then(|r| r.metrics.get(metric).map(|v| (r, *v))) {
+        None => (Cell::Missing, None),
+        Some((r, v)) if r.over_max_context > 0 => (Cell::Text(format!("{}†", pct(v))), None),
+        Some((_, v)) => (Cell::Rate(v), Some(v)),
+    }
+}
+
+/// The footnotes every result table shares, as its cells call for them.
+fn cell_footnotes(t: &mut PaperTable, tasks: &[(Task, &[&str])]) {
+    let cells = || t.rows.iter().flatten();
+    let missing = cells().any(|c| *c == Cell::Missing);
+    let partial = cells().any(|c| matches!(c, Cell::Text(s) if s.ends_with('†')));
+    let not_paper = tasks
+        .iter()
+        .any(|(task, settings)| settings.iter().any(|s| !is_paper_setting(*task, s)));
+    if missing {
+        t.footnotes.push(MISSING_SETTING.into());
+    }
+    if partial {
+        t.footnotes.push(PARTIAL.into());
+    }
+    if not_paper {
+        t.footnotes.push(NOT_PAPER_SETTING.into());
+    }
+}
+
+fn no_results(t: &mut PaperTable, what: &str) {
+    if t.rows.is_empty() {
+        t.footnotes
+            .push(format!("No results of {what} in the input."));
+    }
+}
+
+/// The model column, and the answer format's when the rows hold more than one (Task I's
+/// filled line and answer-only templates).
+fn series_columns(series: &[(&str, &str)]) -> (Vec<String>, bool) {
+    let mut formats: Vec<&str> = series.iter().map(|s| s.1).collect();
+    formats.sort_unstable();
+    formats.dedup();
+    let show = formats.len() > 1;
+    let mut columns = vec!["Model".to_string()];
+    if show {
+        columns.push("format".into());
+    }
+    (columns, show)
+}
+
+fn series_cells((model, format): (&str, &str), show_format: bool) -> Vec<Cell> {
+    let mut line = vec![Cell::Text(model.to_string())];
+    if show_format {
+        line.push(Cell::Text(format.to_string()));
+    }
+    line
+}
+
+const TABLE_3_CAPTION: &str = "Table 3: Model performance on Task I in the Problem-Only setting. Refined execution rate (RER) is the recommended metric which reflects the models’ ability in completing compilable and non-cheating assertion statements. Open source models are organized in ascending order based on their maximum supported length, followed by their model size.";
+
+/// CLOVER Table 3: Task I in problem-only, EM, ER and RER per model.
+fn table_3(report: &Report) -> PaperTable {
+    let task = Task::AssertionCloze;
+    let rows = task_rows(report, task, None);
+    let series = ordered_series(report, task, &rows);
+    let (mut columns, show_format) = series_columns(&series);
+    columns.extend(["EM", "ER", "RER"].map(String::from));
+    let mut t = PaperTable {
+        id: "clover-3".into(),
+        title: "CLOVER Table 3 — Task I (assertion cloze), problem-only: EM, ER and RER".into(),
+        caption: Some(TABLE_3_CAPTION.into()),
+        columns,
+        rows: Vec::new(),
+        footnotes: Vec::new(),
+    };
+    for s in &series {
+        let mut line = series_cells(*s, show_format);
+        for metric in ["em", "er", "rer"] {
+            line.push(rate_cell(&rows, *s, "po", metric).0);
+        }
+        t.rows.push(line);
+    }
+    if !series.is_empty() {
+        t.footnotes.push(order_footnote(
+            report,
+            task,
+            &series,
+            "the paper: \"in ascending order based on their maximum supported length, followed by their model size\"",
         ));
     }
-    if any_partial {
-        footnotes.push("†: some of the setting's results were over the model's maximum context (generate --max-context); the rate is over the rest.".into());
-    }
-    PaperTable {
-        id: layout.id.into(),
-        title: layout.title.into(),
+    cell_footnotes(&mut t, &[]);
+    no_results(&mut t, "assertion_cloze");
+    t
+}
+
+const TABLE_4_CAPTION: &str = "Table 4: Refined execution rate (RER) of models in contextual settings for Task I. The table lists models according to their maximum supported sequence length. The Problem-Only (PO) column indicates the baseline performance of models with average short input lengths (0.9k tokens). ‘Best’ highlights the highest performance achieved across both settings (underscored for each model). Ctx Util measures the maximum and minimum performance change when shifting from baseline to contextual inputs.";
+
+/// CLOVER Table 4: Task I RER in PO and every context setting, Best, and context
+/// utilization (Δmax, Δmin).
+fn table_4(report: &Report) -> PaperTable {
+    let task = Task::AssertionCloze;
+    let rows = task_rows(report, task, None);
+    let series = ordered_series(report, task, &rows);
+    let settings = column_settings(task, &rows);
+    let (mut columns, show_format) = series_columns(&series);
+    columns.extend(settings.iter().map(|s| setting_label(task, s)));
+    columns.extend(["Best", "Ctx Util Δmax", "Ctx Util Δmin"].map(String::from));
+    let mut t = PaperTable {
+        id: "clover-4".into(),
+        title: "CLOVER Table 4 — Task I (assertion cloze): RER in the contextual settings, with context utilization".into(),
+        caption: Some(TABLE_4_CAPTION.into()),
         columns,
-        rows: out,
-        footnotes,
+        rows: Vec::new(),
+        footnotes: Vec::new(),
+    };
+    for s in &series {
+        let mut line = series_cells(*s, show_format);
+        let mut best: Option<f64> = None;
+        for setting in &settings {
+            let (cell, value) = rate_cell(&rows, *s, setting, "rer");
+            if let Some(v) = value {
+                best = Some(best.map_or(v, |b| b.max(v)));
+            }
+            line.push(cell);
+        }
+        line.push(best.map_or(Cell::Missing, Cell::Rate));
+        let util = report
+            .utilization
+            .iter()
+            .find(|u| u.model == s.0 && u.task == task && u.format == s.1 && u.repo == ALL_REPOS);
+        line.push(util.map_or(Cell::Missing, |u| Cell::Delta(u.delta_max)));
+        line.push(util.map_or(Cell::Missing, |u| Cell::Delta(u.delta_min)));
+        t.rows.push(line);
     }
+    if !series.is_empty() {
+        t.footnotes.push(order_footnote(
+            report,
+            task,
+            &series,
+            "the paper: \"The table lists models according to their maximum supported sequence length\"",
+        ));
+    }
+    t.footnotes.push("Best: the highest RER over PO and the context settings. Ctx Util, CLOVER's context utilization: Δmax = max(r_4k, r_8k, …, r_maxLen) − r_PO and Δmin = min(…) − r_PO over the context settings the model ran; — without PO or any context setting.".into());
+    cell_footnotes(&mut t, &[(task, &settings)]);
+    no_results(&mut t, "assertion_cloze");
+    t
+}
+
+const TABLE_5_CAPTION: &str = "Table 5: Success rate on Task II and Task III (rightmost two columns). In Task II, we constructed the Problem-Only setting and contextual setting from 8k to 64k. In Task III, we only have the contextual setting since it heavily depends on retrieval files.";
+
+/// CLOVER Table 5: the success rate of Task II and, in the rightmost columns, of Task III,
+/// both in answer format `full` ("We report the Success Rate using prompt_full in Table 5").
+fn table_5(report: &Report) -> PaperTable {
+    let ii = task_rows(report, Task::TargetedTest, Some("full"));
+    let iii = task_rows(report, Task::CoverageTest, Some("full"));
+    let ii_settings = column_settings(Task::TargetedTest, &ii);
+    let iii_settings = column_settings(Task::CoverageTest, &iii);
+    let both: Vec<&Row> = ii.iter().chain(&iii).copied().collect();
+    let series = ordered_series(report, Task::TargetedTest, &both);
+    let mut columns = vec!["Model".to_string()];
+    columns.extend(
+        ii_settings
+            .iter()
+            .map(|s| format!("Task II {}", setting_label(Task::TargetedTest, s))),
+    );
+    columns.extend(
+        iii_settings
+            .iter()
+            .map(|s| format!("Task III {}", setting_label(Task::CoverageTest, s))),
+    );
+    let mut t = PaperTable {
+        id: "clover-5".into(),
+        title: "CLOVER Table 5 — success rate of Task II (targeted test) and Task III (coverage test), answer format full".into(),
+        caption: Some(TABLE_5_CAPTION.into()),
+        columns,
+        rows: Vec::new(),
+        footnotes: Vec::new(),
+    };
+    for s in &series {
+        let mut line = vec![Cell::Text(s.0.to_string())];
+        for setting in &ii_settings {
+            line.push(rate_cell(&ii, *s, setting, "success_rate").0);
+        }
+        for setting in &iii_settings {
+            line.push(rate_cell(&iii, *s, setting, "success_rate").0);
+        }
+        t.rows.push(line);
+    }
+    if !series.is_empty() {
+        t.footnotes.push(order_footnote(
+            report,
+            Task::TargetedTest,
+            &series,
+            "as Tables 3 and 4; the paper's text states none for this table",
+        ));
+    }
+    t.footnotes.push("Task II success: the test passes and the model's own code names the target (\"we check whether the required target was in the generated code\"); Task III success: it passes and covers every required line of every block (\"we only consider it a success if all of the code blocks’ coverage requirements are satisfied\").".into());
+    cell_footnotes(
+        &mut t,
+        &[
+            (Task::TargetedTest, &ii_settings),
+            (Task::CoverageTest, &iii_settings),
+        ],
+    );
+    no_results(
+        &mut t,
+        "targeted_test or coverage_test in answer format full",
+    );
+    t
+}
+
+/// CLOVER Tables 6 and 8: Task III's success and execution rate in each setting.
+fn task_iii_table(report: &Report, format: &str) -> PaperTable {
+    let task = Task::CoverageTest;
+    let rows = task_rows(report, task, Some(format));
+    let settings = column_settings(task, &rows);
+    let series = ordered_series(report, task, &rows);
+    let mut columns = vec!["Model".to_string()];
+    for s in &settings {
+        let label = setting_label(task, s);
+        columns.push(format!("{label} success rate"));
+        columns.push(format!("{label} execution rate"));
+    }
+    let (id, title, caption) = if format == "full" {
+        (
+            "clover-6",
+            "CLOVER Table 6 — Task III (coverage test), answer format full: success and execution rate",
+            "Table 6: Success rate and execution rate of models on Task III",
+        )
+    } else {
+        (
+            "clover-8",
+            "CLOVER Table 8 — Task III (coverage test), answer format part: success and execution rate",
+            "Table 8: Success rate and execution rate of Task III with prompt_part",
+        )
+    };
+    let mut t = PaperTable {
+        id: id.into(),
+        title: title.into(),
+        caption: Some(caption.into()),
+        columns,
+        rows: Vec::new(),
+        footnotes: Vec::new(),
+    };
+    for s in &series {
+        let mut line = vec![Cell::Text(s.0.to_string())];
+        for setting in &settings {
+            line.push(rate_cell(&rows, *s, setting, "success_rate").0);
+            line.push(rate_cell(&rows, *s, setting, "execution_rate").0);
+        }
+        t.rows.push(line);
+    }
+    if !series.is_empty() {
+        t.footnotes.push(order_footnote(
+            report,
+            task,
+            &series,
+            "as Tables 3 and 4; the paper's text states none for this table",
+        ));
+    }
+    t.footnotes.push("Execution rate: the test passes (\"Any test failures, exceptions and timeout will count as execution failure\"); success rate: it passes and covers every required line of every block. The gap between them is what the coverage requirement costs.".into());
+    cell_footnotes(&mut t, &[(task, &settings)]);
+    no_results(&mut t, &format!("coverage_test in answer format {format}"));
+    t
+}
+
+/// CLOVER Table 7: Task II's success rate in answer format `part`.
+fn table_7(report: &Report) -> PaperTable {
+    let task = Task::TargetedTest;
+    let rows = task_rows(report, task, Some("part"));
+    let settings = column_settings(task, &rows);
+    let series = ordered_series(report, task, &rows);
+    let mut columns = vec!["Model".to_string()];
+    columns.extend(settings.iter().map(|s| setting_label(task, s)));
+    let mut t = PaperTable {
+        id: "clover-7".into(),
+        title: "CLOVER Table 7 — Task II (targeted test), answer format part: success rate".into(),
+        caption: Some("Table 7: Success Rate of Task II with prompt_part".into()),
+        columns,
+        rows: Vec::new(),
+        footnotes: Vec::new(),
+    };
+    for s in &series {
+        let mut line = vec![Cell::Text(s.0.to_string())];
+        for setting in &settings {
+            line.push(rate_cell(&rows, *s, setting, "success_rate").0);
+        }
+        t.rows.push(line);
+    }
+    if !series.is_empty() {
+        t.footnotes.push(order_footnote(
+            report,
+            task,
+            &series,
+            "as Tables 3 and 4; the paper's text states none for this table",
+        ));
+    }
+    cell_footnotes(&mut t, &[(task, &settings)]);
+    no_results(&mut t, "targeted_test in answer format part");
+    t
+}
+
+/// clover's own: Task II's called rate, a stricter success than the paper's, in both answer
+/// formats. No table of the paper holds it.
+fn called_table(report: &Report) -> PaperTable {
+    let task = Task::TargetedTest;
+    let rows = task_rows(report, task, None);
+    let settings = column_settings(task, &rows);
+    let series = ordered_series(report, task, &rows);
+    let mut columns = vec!["Model".to_string(), "format".to_string()];
+    columns.extend(settings.iter().map(|s| setting_label(task, s)));
+    let mut t = PaperTable {
+        id: "clover-called".into(),
+        title: "clover's addition (not a table of the paper) — Task II (targeted test): called rate".into(),
+        caption: None,
+        columns,
+        rows: Vec::new(),
+        footnotes: vec!["called rate: a success (the paper's reading) that also ran a line of the target beyond what importing its module runs, so `assert callable(X)` is not one.".into()],
+    };
+    for s in &series {
+        let mut line = series_cells(*s, true);
+        for setting in &settings {
+            line.push(rate_cell(&rows, *s, setting, "called_rate").0);
+        }
+        t.rows.push(line);
+    }
+    cell_footnotes(&mut t, &[(task, &settings)]);
+    no_results(&mut t, "targeted_test");
+    t
 }
 
 /// CLOVER §4.1: EM against RER, and how long predictions are against references.
@@ -413,7 +761,7 @@ fn gap_table(report: &Report) -> PaperTable {
                 }
             };
             line.extend([
-                Cell::Text(g.setting.clone()),
+                Cell::Text(setting_label(Task::AssertionCloze, &g.setting)),
                 Cell::Count(g.n),
                 Cell::Rate(g.em as f64 / n),
                 Cell::Rate(g.rer as f64 / n),
@@ -430,7 +778,8 @@ fn gap_table(report: &Report) -> PaperTable {
         .collect();
     PaperTable {
         id: "clover-gap".into(),
-        title: "CLOVER §4.1 — the gap between EM and RER in Task I".into(),
+        title: "CLOVER §4.1 (clover's table, not one of the paper's) — the gap between EM and RER in Task I".into(),
+        caption: Some("§4.1: \"Gap between EM and (R)ER We analyzed instances where predictions were successful in terms of RER but failed under the exact match (EM) criteria. The model’s predictions averaged 25.8 characters compared to 30.7 characters in ground truth answers, suggesting a tendency toward brevity or shortcuts.\" The paper gives these numbers in its text; the table is clover's.".into()),
         columns,
         rows,
         footnotes: vec![
@@ -440,10 +789,49 @@ fn gap_table(report: &Report) -> PaperTable {
     }
 }
 
+const CPP_TABLE_1_CAPTION: &str = "Table 1: Domain diversity of CPP-UT-Bench.";
+
+/// CPP-UT-Bench Table 1: the domain of each codebase, from the manifest's `domain` fields.
 fn cpp_table_1(stats: Option<&DatasetStats>) -> PaperTable {
     let mut t = PaperTable {
         id: "cpp-1".into(),
-        title: "CPP-UT-Bench Table 1 — {code, unit test} pairs per repository".into(),
+        title: "CPP-UT-Bench Table 1 — the domain of each C++ codebase".into(),
+        caption: Some(CPP_TABLE_1_CAPTION.into()),
+        columns: ["Repository", "Domain"].map(String::from).to_vec(),
+        rows: Vec::new(),
+        footnotes: Vec::new(),
+    };
+    let mut repos: BTreeMap<&str, Option<&str>> = BTreeMap::new();
+    if let Some(stats) = stats {
+        for (repo, domain) in &stats.domains {
+            repos.insert(repo, domain.as_deref());
+        }
+        for pair in stats.cpp.values() {
+            repos.entry(pair.repo.as_str()).or_insert(None);
+        }
+    }
+    for (repo, domain) in &repos {
+        t.rows.push(vec![
+            Cell::Text(repo.to_string()),
+            domain.map_or(Cell::Missing, |d| Cell::Text(d.to_string())),
+        ]);
+    }
+    if repos.is_empty() {
+        t.footnotes.push("No C++ repositories: pass the manifest (--manifest), extract's problems (--problems) or pack-context's instances (--instances).".into());
+    }
+    if repos.values().any(Option::is_none) {
+        t.footnotes.push("—: no domain for the repository: give it one in its [[repo]] table of clover.toml (domain = \"…\") and pass the manifest with --manifest. The paper's text names its nine domains (\"machine learning, data engineering, software testing, telecommunications, key-value storage, server protocol, geolocation, concurrency, and application logging\") but not which codebase has which, so clover does not guess.".into());
+    }
+    t
+}
+
+/// The data of CPP-UT-Bench's Figs. 2–3 as a table: pairs per repository (Fig. 2) and the
+/// line lengths of their code and unit tests (Fig. 3), with clover's chunks and tokens.
+fn cpp_figures_2_3(stats: Option<&DatasetStats>) -> PaperTable {
+    let mut t = PaperTable {
+        id: "cpp-fig-2-3".into(),
+        title: "CPP-UT-Bench Figs. 2–3 (their data as a table) — {code, unit test} pairs per repository and their line lengths".into(),
+        caption: Some("Figure 2: Data distribution of CPP-UT-Bench from 14 different GitHub Repositories. Figure 3: The diversity in {code, unit test} pairs in terms of line lengths across 14 different opensource repositories in CPP-UT-Bench.".into()),
         columns: [
             "repository",
             "pairs",
@@ -461,7 +849,7 @@ fn cpp_table_1(stats: Option<&DatasetStats>) -> PaperTable {
         .to_vec(),
         rows: Vec::new(),
         footnotes: vec![
-            "Lines of the comment-stripped source and test file from extract's problem records (--problems); without them, test lines come from the instances' references. A chunked file is a source split into more than one prompt (pack-context --chunk-lines); prompt tokens per pair sum a pair's chunks in one setting, averaged over pairs and settings, by clover's tokenizer.".into(),
+            "pairs: Fig. 2; source and test lines: Fig. 3; chunked files, chunks and prompt tokens: clover's additions. Lines of the comment-stripped source and test file from extract's problem records (--problems); without them, test lines come from the instances' references. A chunked file is a source split into more than one prompt (pack-context --chunk-lines); prompt tokens per pair sum a pair's chunks in one setting, averaged over pairs and settings, by clover's tokenizer.".into(),
         ],
     };
     let pairs: Vec<&CppPair> = stats.map(|s| s.cpp.values().collect()).unwrap_or_default();
@@ -544,10 +932,16 @@ pub fn paper_markdown(tables: &[PaperTable]) -> String {
     let mut s = String::new();
     for t in tables {
         let _ = writeln!(s, "## {}\n", t.title);
+        if let Some(caption) = &t.caption {
+            let _ = writeln!(s, "> The paper's caption: {caption}\n");
+        }
         let _ = writeln!(s, "| {} |", t.columns.join(" | "));
         let align: Vec<&str> = (0..t.columns.len())
             .map(|i| {
-                if t.rows.iter().any(|r| r.get(i).is_some_and(Cell::numeric)) {
+                // "—" says nothing of the column's kind: a column of text with gaps stays
+                // left-aligned.
+                let numeric = |c: &Cell| c.numeric() && *c != Cell::Missing;
+                if t.rows.iter().any(|r| r.get(i).is_some_and(numeric)) {
                     "---:"
                 } else {
                     "---"
@@ -567,13 +961,14 @@ pub fn paper_markdown(tables: &[PaperTable]) -> String {
     s
 }
 
-/// The tables as JSON: `{"tables":[{"id","title","columns","rows","footnotes"}]}`, a
-/// missing number as `null`, rates as fractions.
+/// The tables as JSON: `{"tables":[{"id","title","caption","columns","rows","footnotes"}]}`,
+/// a missing number as `null` (a caption too, for clover's own tables), rates as fractions.
 pub fn paper_json(tables: &[PaperTable], report: &Report) -> Value {
     json!({
         "tables": tables.iter().map(|t| json!({
             "id": t.id,
             "title": t.title,
+            "caption": t.caption,
             "columns": t.columns,
             "rows": t.rows.iter()
                 .map(|r| r.iter().map(Cell::json).collect::<Vec<_>>())
@@ -596,6 +991,13 @@ pub fn paper_html(tables: &[PaperTable], report: &Report, stats: Option<&Dataset
             esc(&t.id),
             esc(&t.title)
         );
+        if let Some(caption) = &t.caption {
+            let _ = writeln!(
+                s,
+                "<p class=\"caption\">The paper's caption: {}</p>",
+                esc(caption)
+            );
+        }
         for c in &t.columns {
             let _ = write!(s, "<th>{}</th>", esc(c));
         }
@@ -834,57 +1236,133 @@ mod tests {
             .collect()
     }
 
+    /// Table 3 is Task I in problem-only; Table 4 its RER in every setting, the paper's
+    /// columns present even when not run, with Best and context utilization.
     #[test]
-    fn task_i_table_has_settings_best_and_delta() {
+    fn task_i_tables_3_and_4() {
         let tables = paper_tables(&fixture(), None);
-        let t = table(&tables, "clover-3");
+        let t3 = table(&tables, "clover-3");
+        assert_eq!(t3.columns, ["Model", "EM", "ER", "RER"]);
         assert_eq!(
-            t.columns,
-            ["model", "format", "metric", "po", "8k", "Best", "Δ"]
-        );
-        assert_eq!(
-            texts(t),
+            texts(t3),
             [
-                ["m1", "line", "em", "50.0", "100.0", "100.0", "+50.0"],
-                ["m1", "line", "er", "50.0", "100.0", "100.0", "+50.0"],
-                ["m1", "line", "rer", "50.0", "100.0", "100.0", "+50.0"],
-                ["m2", "line", "em", "100.0", "—", "100.0", "+0.0"],
-                ["m2", "line", "er", "100.0", "—", "100.0", "+0.0"],
-                ["m2", "line", "rer", "100.0", "—", "100.0", "+0.0"],
+                ["m1", "50.0", "50.0", "50.0"],
+                ["m2", "100.0", "100.0", "100.0"]
             ]
         );
-        assert!(t.footnotes.iter().any(|f| f.starts_with("—: the model")));
-    }
-
-    /// Task II part and full are separate tables; a setting a model lacks is "—", and Best
-    /// includes PO (here PO is the best).
-    #[test]
-    fn task_ii_and_iii_tables_by_answer_format() {
-        let tables = paper_tables(&fixture(), None);
+        assert!(t3
+            .caption
+            .as_deref()
+            .unwrap()
+            .starts_with("Table 3: Model performance on Task I in the Problem-Only setting."));
         let t4 = table(&tables, "clover-4");
-        assert_eq!(t4.columns, ["model", "metric", "po", "16k", "Best", "Δ"]);
         assert_eq!(
-            texts(t4)[0],
-            ["m1", "execution_rate", "100.0", "0.0", "100.0", "+0.0"]
+            t4.columns,
+            [
+                "Model",
+                "PO",
+                "4k",
+                "8k",
+                "16k",
+                "32k",
+                "64k",
+                "128k",
+                "Best",
+                "Ctx Util Δmax",
+                "Ctx Util Δmin"
+            ]
         );
         assert_eq!(
-            texts(t4)[1],
-            ["m1", "success_rate", "100.0", "0.0", "100.0", "+0.0"]
+            texts(t4),
+            [
+                [
+                    "m1", "50.0", "—", "100.0", "—", "—", "—", "—", "100.0", "+50.0", "+50.0"
+                ],
+                ["m2", "100.0", "—", "—", "—", "—", "—", "—", "100.0", "—", "—"],
+            ]
         );
+        assert!(t4.footnotes.iter().any(|f| f.starts_with("—: the model")));
         assert!(t4
             .footnotes
             .iter()
-            .any(|f| f.contains("called_rate is clover's")));
-        let t7 = table(&tables, "clover-7");
-        assert_eq!(t7.columns, ["model", "metric", "po", "Best", "Δ"]);
-        assert_eq!(
-            texts(t7)[0],
-            ["m1", "execution_rate", "100.0", "100.0", "+0.0"]
+            .any(|f| f.contains("No maximum context recorded for m1, m2")));
+    }
+
+    /// Models go in ascending order of the maximum context generate ran them with; a model
+    /// without one goes last, and the footnote says which.
+    #[test]
+    fn rows_follow_the_maximum_context() {
+        let mut report = fixture();
+        let mut meta = |model: &str, max: Option<u32>| {
+            report.meta.models.push(crate::ModelMeta {
+                model: model.into(),
+                task: Task::AssertionCloze,
+                generation: clover_protocol::Generation {
+                    max_context: max,
+                    ..Default::default()
+                },
+            })
+        };
+        meta("m2", Some(8192));
+        meta("m1", None);
+        let tables = paper_tables(&report, None);
+        let t3 = table(&tables, "clover-3");
+        assert_eq!(texts(t3)[0][0], "m2");
+        assert_eq!(texts(t3)[1][0], "m1");
+        let order = &t3.footnotes[0];
+        assert!(
+            order.contains("m2 8192") && order.contains("No maximum context recorded for m1"),
+            "{order}"
         );
-        // Every setting is there: no footnote for "—".
-        assert!(!t7.footnotes.iter().any(|f| f.starts_with("—: the model")));
+    }
+
+    /// Table 5: Task II and III success in `full`; Task III's PO is clover's addition (‡).
+    /// Table 6: Task III success and execution rate; Table 7: Task II `part` success;
+    /// Table 8: Task III `part`; the called rate is a table of clover's own.
+    #[test]
+    fn task_ii_and_iii_tables_5_to_8() {
+        let tables = paper_tables(&fixture(), None);
+        let t5 = table(&tables, "clover-5");
+        assert_eq!(
+            t5.columns,
+            [
+                "Model",
+                "Task II PO",
+                "Task II 8k",
+                "Task II 16k",
+                "Task II 32k",
+                "Task II 64k",
+                "Task III PO‡",
+                "Task III 64k",
+                "Task III 128k"
+            ]
+        );
+        assert_eq!(
+            texts(t5),
+            [["m1", "100.0", "—", "—", "—", "—", "0.0", "—", "—"]]
+        );
+        assert!(t5
+            .footnotes
+            .iter()
+            .any(|f| f.starts_with("‡: clover's addition")));
         let t6 = table(&tables, "clover-6");
-        assert_eq!(texts(t6), [["m1", "success_rate", "0.0", "0.0", "+0.0"]]);
+        assert_eq!(
+            t6.columns,
+            [
+                "Model",
+                "PO‡ success rate",
+                "PO‡ execution rate",
+                "64k success rate",
+                "64k execution rate",
+                "128k success rate",
+                "128k execution rate"
+            ]
+        );
+        assert_eq!(texts(t6), [["m1", "0.0", "0.0", "—", "—", "—", "—"]]);
+        let t7 = table(&tables, "clover-7");
+        assert_eq!(t7.columns, ["Model", "PO", "8k", "16k", "32k", "64k"]);
+        assert_eq!(texts(t7), [["m1", "100.0", "—", "0.0", "—", "—"]]);
+        assert!(!t7.footnotes.iter().any(|f| f.starts_with("‡")));
         // No Task III part results: the table is there, empty, and says why.
         let t8 = table(&tables, "clover-8");
         assert!(t8.rows.is_empty());
@@ -892,6 +1370,21 @@ mod tests {
             .footnotes
             .iter()
             .any(|f| f.contains("No results of coverage_test in answer format part")));
+        // The called rate is in no paper-numbered table.
+        for t in tables.iter().filter(|t| t.caption.is_some()) {
+            assert!(!t.columns.iter().any(|c| c.contains("called")), "{}", t.id);
+        }
+        let called = table(&tables, "clover-called");
+        assert!(called.caption.is_none() && called.title.contains("not a table of the paper"));
+        // The fixture's results cover no line of the target: passing and naming it is a
+        // success, not a call.
+        assert_eq!(
+            texts(called),
+            [
+                ["m1", "full", "0.0", "—", "—", "—", "—"],
+                ["m1", "part", "0.0", "—", "0.0", "—", "—"]
+            ]
+        );
     }
 
     #[test]
@@ -901,7 +1394,7 @@ mod tests {
         assert_eq!(
             texts(t)[0],
             [
-                "m1", "line", "po", "2", "50.0", "50.0", "+0.0", "50.0", "50.0", "8.5", "5.0",
+                "m1", "line", "PO", "2", "50.0", "50.0", "+0.0", "50.0", "50.0", "8.5", "5.0",
                 "50.0", "0.0"
             ]
         );
@@ -951,15 +1444,19 @@ mod tests {
         assert_eq!(
             texts(table(&tables, "clover-2")),
             [
-                ["assertion_cloze", "po", "2", "2", "3", "163.3"],
+                ["assertion_cloze", "PO", "2", "2", "3", "163.3"],
                 ["assertion_cloze", "8k", "1", "1", "1", "7000.0"],
             ]
         );
-        let cpp = table(&tables, "cpp-1");
+        let cpp = table(&tables, "cpp-fig-2-3");
         assert_eq!(
             texts(cpp),
             [["snappy", "2", "1", "3", "—", "—", "—", "3.0", "3.0", "3", "1500.0"]]
         );
+        // Without the manifest a repository's domain is "—", and the footnote says why.
+        let t1 = table(&tables, "cpp-1");
+        assert_eq!(texts(t1), [["snappy", "—"]]);
+        assert!(t1.footnotes.iter().any(|f| f.contains("--manifest")));
         assert!(cpp.footnotes.iter().any(|f| f.contains("pass --problems")));
         assert!(
             cpp.footnotes
@@ -976,7 +1473,7 @@ mod tests {
         );
         let json = paper_json(&tables, &report);
         assert_eq!(json["tables"][0]["id"], "clover-2");
-        assert_eq!(json["tables"].as_array().unwrap().len(), 9);
+        assert_eq!(json["tables"].as_array().unwrap().len(), 11);
     }
 
     fn cpp_problem(
@@ -1024,10 +1521,15 @@ mod tests {
             700,
             json!({"chunk_count": 2}),
         ));
+        stats.add_repo_domain("yaml", Some("parsing"));
         let report = fixture();
         let tables = paper_tables(&report, Some(&stats));
         assert_eq!(
             texts(table(&tables, "cpp-1")),
+            [["snappy", "—"], ["yaml", "parsing"]]
+        );
+        assert_eq!(
+            texts(table(&tables, "cpp-fig-2-3")),
             [
                 [
                     "snappy", "2", "1", "3", "200.0", "200.0", "300", "30.0", "30.0", "40",
