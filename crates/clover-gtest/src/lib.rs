@@ -82,6 +82,7 @@ mod compile;
 mod gcov;
 mod mutant;
 mod pch;
+mod record;
 mod run;
 
 pub use compile::first_errors;

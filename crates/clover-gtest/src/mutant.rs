@@ -31,16 +31,17 @@ use std::time::Duration;
 use clover_protocol::Outcome;
 
 use clover_report::{parse_junit, verdict_of_ending};
-use clover_sandbox::{Collected, Limits, RunOutput, RunSpec, Sandbox, SandboxError, WriteFile};
+use clover_sandbox::{Collected, Limits, RunSpec, Sandbox, SandboxError, WriteFile};
 
 use crate::compile::{first_errors, sh_quote, sh_words};
 use crate::gcov::repo_relative;
 use crate::pch::{self, PchCache, PchRecipe};
+use crate::record;
 use crate::run::{
-    binary_cpu_time, compile_error, is_translation_unit, run_args, BuildPlan, CppProject,
-    GtestResult, GtestRun, LibraryBuild, LibraryCache, LibraryError, TestObject, BUILD_DIR,
-    CANDIDATE_OBJ, COMPILE_FAILED, COMPILE_LOG, DEFINES_MAIN, GTEST_XML, LIB_DIR, LIST_SYMBOLS,
-    OUT_DIR, OWN_MAIN, TEST_BINARY, TIMES_BEFORE_EXEC,
+    binary_cpu_time, compile_error, is_translation_unit, run_args, unmeasured, BuildPlan,
+    CppProject, GtestResult, GtestRun, LibraryBuild, LibraryCache, LibraryError, TestObject,
+    BUILD_DIR, CANDIDATE_OBJ, COMPILE_FAILED, COMPILE_LOG, DEFINES_MAIN, GTEST_XML, LIB_DIR,
+    LISTENER_OBJ, LIST_SYMBOLS, OUT_DIR, OWN_MAIN, TEST_BINARY, TIMES_BEFORE_EXEC,
 };
 
 /// The mutant's compile and link diagnostics, and the mark of their failure.
@@ -81,6 +82,8 @@ pub struct MutantHarness {
     /// Where a mutated source's include prefix is precompiled, when the cache's builds may
     /// use precompiled headers.
     pch: Option<SourcePch>,
+    /// clover's listener, linked into every mutant's binary as into the candidate's.
+    listener: Option<Arc<Vec<u8>>>,
 }
 
 /// What a mutated translation unit's precompiled include prefix needs: the cache's headers,
@@ -186,6 +189,7 @@ impl GtestRun<'_> {
             test_file: self.test_file.clone(),
             test_compile: self.compile_line(&whole),
             control_cpu: object.binary_cpu,
+            listener: plan.listener.clone(),
             pch: cache.fast.precompiled_headers.then(|| SourcePch {
                 cache: cache.pch.clone(),
                 dir: cache.dir.clone(),
@@ -390,6 +394,13 @@ impl MutantHarness {
         spec.argv.extend(run_args(&self.filter));
         spec.argv.push(FAIL_FAST.into());
         spec.env = self.project.env.clone();
+        if let Some(object) = &self.listener {
+            files.push(WriteFile {
+                path: LISTENER_OBJ.into(),
+                contents: object.to_vec(),
+            });
+            spec.report_channel = true;
+        }
         spec.files = files;
         // A precompiled prefix is read where the cache keeps it, read-only.
         spec.binds = binds;
@@ -424,6 +435,10 @@ impl MutantHarness {
             _ => (None, None),
         };
         let (outcome, message) = crate::run::judge(run.exit, run.limit_hit, tests.as_deref());
+        if let Some(why) = record::forged(self.listener.is_some(), &run, outcome, tests.as_deref())
+        {
+            return Ok((unmeasured(Outcome::Forged, Some(why), run), cpu));
+        }
         let mut result = unmeasured(outcome, problem.or(message), run);
         result.tests = tests.unwrap_or_default();
         Ok((result, cpu))
@@ -454,20 +469,6 @@ pub fn mutant_limits(limits: &Limits, plain: Duration) -> Limits {
 }
 
 /// A result without tests or coverage.
-fn unmeasured(outcome: Outcome, message: Option<String>, run: RunOutput) -> GtestResult {
-    GtestResult {
-        outcome,
-        tests: Vec::new(),
-        coverage: Vec::new(),
-        executable: Vec::new(),
-        message,
-        coverage_problem: None,
-        run,
-        precompiled_header: false,
-        gcov_read: false,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -16,7 +16,7 @@ use clover_sandbox::{
 };
 
 use crate::compile::{build_key, depfile_inputs, first_errors, sh_quote, sh_words, KeyHasher};
-use crate::{gcov, pch};
+use crate::{gcov, pch, record};
 
 pub(crate) const LIB_DIR: &str = ".clover-build/lib";
 pub(crate) const BUILD_DIR: &str = ".clover-build";
@@ -24,6 +24,9 @@ pub(crate) const OUT_DIR: &str = ".clover-out";
 pub(crate) const CANDIDATE_OBJ: &str = ".clover-build/candidate.o";
 pub(crate) const TEST_BINARY: &str = ".clover-build/candidate-test";
 pub(crate) const GTEST_XML: &str = ".clover-out/gtest.xml";
+/// clover's GoogleTest listener (`record.rs`), compiled, linked into every test binary.
+pub(crate) const LISTENER_OBJ: &str = ".clover-build/clover-listener.o";
+const LISTENER_SRC: &str = ".clover-build/clover-listener.cc";
 const COVERAGE_XML: &str = ".clover-out/coverage.xml";
 /// The flags of every coverage build, compile and link. Counters are updated atomically: a
 /// test's threads (a background compaction, a pool) update them at once, plain increments
@@ -380,6 +383,11 @@ pub struct LibraryCache {
     /// Precompiled include prefixes of candidates and of mutated library sources, in
     /// `<dir>/pch/`.
     pub(crate) pch: Arc<pch::PchCache>,
+    /// Link clover's listener into every test binary and believe a report only when its
+    /// record vouches for it (`record.rs`); on unless turned off for comparison.
+    pub(crate) report_record: bool,
+    /// Per compile line: the listener's object, or why it does not compile.
+    listeners: OnceMap<String, Result<Arc<Vec<u8>>, String>>,
 }
 
 impl LibraryCache {
@@ -405,7 +413,77 @@ impl LibraryCache {
             compilers: Default::default(),
             fast: FastBuild::default(),
             pch: Default::default(),
+            report_record: true,
+            listeners: OnceMap::default(),
         })
+    }
+
+    /// Whether test binaries get clover's listener and their reports are checked against
+    /// its record (on by default; off runs them as before, for comparison).
+    pub fn with_report_record(mut self, on: bool) -> LibraryCache {
+        self.report_record = on;
+        self
+    }
+
+    /// clover's listener compiled for `project` (its compiler, flags and include folders,
+    /// without coverage), built once per compile line in a sandboxed run and kept in
+    /// `<dir>/listener-<key>.o`. `Ok(Err(_))`: it does not compile with these headers.
+    pub(crate) fn listener(
+        &self,
+        sandbox: &Sandbox,
+        project: &CppProject,
+        repo: &Path,
+        limits: &Limits,
+    ) -> Result<Result<Arc<Vec<u8>>, String>, SandboxError> {
+        let line = sh_words(
+            std::iter::once(project.cxx.as_str())
+                .chain(project.cxxflags.iter().map(String::as_str))
+                .chain(project.include_flags().iter().map(String::as_str))
+                .chain(["-c", LISTENER_SRC, "-o", LISTENER_OBJ]),
+        );
+        let mut h = KeyHasher::default();
+        h.add(record::LISTENER_SOURCE.as_bytes());
+        h.add(line.as_bytes());
+        h.add(repo.as_os_str().as_bytes());
+        h.add(self.compiler_identity(&project.cxx).as_bytes());
+        for (k, v) in &project.env {
+            h.add(k.as_bytes());
+            h.add(v.as_bytes());
+        }
+        let key = h.finish();
+        let kept = self.dir.join(format!("listener-{key}.o"));
+        let made = self.listeners.get_or_make(&key, || {
+            if let Ok(bytes) = std::fs::read(&kept) {
+                return Ok(Ok(Arc::new(bytes)));
+            }
+            let script = format!("{line} 2> .clover-out/listener.txt || {{ cat .clover-out/listener.txt >&2; exit 1; }}");
+            let mut spec = RunSpec::new(repo, ["/bin/sh", "-c", &script]);
+            spec.env = project.env.clone();
+            spec.files = vec![WriteFile {
+                path: LISTENER_SRC.into(),
+                contents: record::LISTENER_SOURCE.as_bytes().to_vec(),
+            }];
+            spec.writable_dirs = vec![BUILD_DIR.into(), OUT_DIR.into()];
+            spec.collect = vec![LISTENER_OBJ.into()];
+            spec.limits = Limits {
+                wall: Duration::from_secs(120).max(limits.wall),
+                cpu_secs: 120.max(limits.cpu_secs),
+                ..limits.clone()
+            };
+            let run = sandbox.run(&spec)?;
+            Ok(match whole_file(&run, LISTENER_OBJ) {
+                Some(bytes) if run.exit.success() => {
+                    let tmp = self.dir.join(format!(".listener-{key}.{}.tmp", std::process::id()));
+                    // A cache that cannot be written only costs a compile next time.
+                    if std::fs::write(&tmp, &bytes).is_ok() {
+                        let _ = std::fs::rename(&tmp, &kept);
+                    }
+                    Ok(Arc::new(bytes))
+                }
+                _ => Err(first_errors(&run.stderr.text())),
+            })
+        })?;
+        Ok(made.unwrap_or_else(|| Err("an earlier build of the listener could not run".into())))
     }
 
     /// Builds candidates with these speed-ups only ([`FastBuild::NONE`]: as before them).
@@ -823,6 +901,7 @@ impl<'a> GtestRun<'a> {
             notes: notes.as_deref(),
             limits: &self.limits,
             gcov_reader: cache.fast.gcov_reader,
+            recorded: plan.listener.is_some(),
         }
         .result(sandbox, run)?;
         result.precompiled_header = precompiled;
@@ -904,6 +983,7 @@ impl<'a> GtestRun<'a> {
             precompiled_header: precompiled,
             note,
             gcov_reader: cache.fast.gcov_reader,
+            recorded: plan.listener.is_some(),
         }))
     }
 
@@ -926,6 +1006,21 @@ impl<'a> GtestRun<'a> {
         let fast = cache.fast;
         let p = self.project;
         let mut plan = self.plan_without_pch(cache, repo);
+        if cache.report_record {
+            match cache.listener(sandbox, p, repo, &self.limits) {
+                Ok(Ok(object)) => plan.listener = Some(object),
+                Ok(Err(why)) => {
+                    plan.note = Some(format!(
+                        "its report is not checked: clover's listener does not compile here: {why}"
+                    ))
+                }
+                Err(e) => {
+                    plan.note = Some(format!(
+                        "its report is not checked: clover's listener could not be built: {e}"
+                    ))
+                }
+            }
+        }
         let filter = plan
             .narrow
             .then(|| instrumentation_filter(repo, &self.test_file.path))
@@ -979,6 +1074,7 @@ impl<'a> GtestRun<'a> {
             link_flags: Vec::new(),
             narrow: false,
             note: None,
+            listener: None,
         };
         let filter = fast
             .narrow_instrumentation
@@ -1066,6 +1162,7 @@ impl<'a> GtestRun<'a> {
                     .chain(flags.iter().map(String::as_str))
                     .chain(fast.iter().map(String::as_str))
                     .chain([CANDIDATE_OBJ])
+                    .chain(plan.listener.as_ref().map(|_| LISTENER_OBJ))
                     .chain(objs.iter().map(String::as_str))
                     .chain(COVERAGE_FLAGS)
                     .chain(["-o", TEST_BINARY])
@@ -1102,6 +1199,13 @@ impl<'a> GtestRun<'a> {
             })
             .collect();
         spec.files.push(plan.test_file.clone());
+        if let Some(object) = &plan.listener {
+            spec.files.push(WriteFile {
+                path: LISTENER_OBJ.into(),
+                contents: object.to_vec(),
+            });
+            spec.report_channel = true;
+        }
         // The precompiled header is read where it is kept, read-only.
         spec.binds.extend(plan.pch.iter().map(|p| p.dir.clone()));
         spec.writable_dirs = vec![BUILD_DIR.into(), LIB_DIR.into(), OUT_DIR.into()];
@@ -1125,6 +1229,9 @@ pub(crate) struct BuildPlan {
     pub(crate) narrow: bool,
     /// Why the candidate is compiled without a precompiled header though it has a prefix.
     pub(crate) note: Option<String>,
+    /// clover's listener object, linked in ([`LibraryCache::with_report_record`]); `None`
+    /// when the check is off or the listener does not compile with the project's headers.
+    pub(crate) listener: Option<Arc<Vec<u8>>>,
 }
 
 impl BuildPlan {
@@ -1230,6 +1337,8 @@ pub struct TestBinary<'a> {
     precompiled_header: bool,
     note: Option<String>,
     gcov_reader: bool,
+    /// It holds clover's listener (`record.rs`).
+    recorded: bool,
 }
 
 impl TestBinary<'_> {
@@ -1254,6 +1363,7 @@ impl TestBinary<'_> {
         spec.collect = vec![GTEST_XML.into(), CANDIDATE_GCDA.into()];
         spec.collect
             .extend(self.lib.objects.iter().map(|o| o.path("gcda")));
+        spec.report_channel = self.recorded;
         spec.limits = limits.clone();
         let run = sandbox.run(&spec)?;
         let mut result = Measure {
@@ -1264,6 +1374,7 @@ impl TestBinary<'_> {
             notes: self.notes.as_deref(),
             limits,
             gcov_reader: self.gcov_reader,
+            recorded: self.recorded,
         }
         .result(sandbox, run)?;
         result.precompiled_header = self.precompiled_header;
@@ -1288,6 +1399,23 @@ struct Measure<'a> {
     limits: &'a Limits,
     /// Read gcov's output here rather than run gcovr ([`FastBuild::gcov_reader`]).
     gcov_reader: bool,
+    /// The binary holds clover's listener: its report is believed only as its record says.
+    recorded: bool,
+}
+
+/// A result of `run` with nothing measured: no tests, no lines.
+pub(crate) fn unmeasured(outcome: Outcome, message: Option<String>, run: RunOutput) -> GtestResult {
+    GtestResult {
+        outcome,
+        tests: Vec::new(),
+        coverage: Vec::new(),
+        executable: Vec::new(),
+        message,
+        coverage_problem: None,
+        run,
+        precompiled_header: false,
+        gcov_read: false,
+    }
 }
 
 /// The CPU time of the test binary a run's shell turned into (`exec`): the run's whole CPU
@@ -1350,6 +1478,10 @@ impl Measure<'_> {
             _ => (None, None),
         };
         let (outcome, message) = judge(run.exit, run.limit_hit, tests.as_deref());
+        // A report its record does not vouch for is forged: nothing of it is measured.
+        if let Some(why) = record::forged(self.recorded, &run, outcome, tests.as_deref()) {
+            return Ok(unmeasured(Outcome::Forged, Some(why), run));
+        }
         // Every instrumented object linked into the binary (the library's, and the test
         // file's) writes its counters when the binary exits; a run that ended by itself
         // without them lost its coverage, and says so.
@@ -1727,6 +1859,7 @@ mod tests {
             link_flags: Vec::new(),
             narrow: false,
             note: None,
+            listener: None,
         };
         let script = run.build_script(&lib, &plan);
         assert!(

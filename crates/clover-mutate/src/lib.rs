@@ -36,6 +36,7 @@
 
 mod calibrate;
 mod cpp;
+mod equivalent;
 mod error;
 mod focal;
 mod operator;
@@ -47,6 +48,7 @@ mod sites;
 mod source;
 
 pub use calibrate::{keep_killed, Calibration, Verdict};
+pub use equivalent::{equivalent_python, EQUIVALENT_ID, EQUIVALENT_INSERT};
 pub use error::MutateError;
 pub use focal::{block_spans, problem_focus, target_bodies};
 pub use operator::Operator;

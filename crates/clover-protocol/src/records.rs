@@ -675,6 +675,12 @@ pub enum Outcome {
     /// answer against. Not a failure and not `no_code`: score leaves it out of every
     /// execution metric and puts the answer (taken out as for a run) to the LLM judge.
     JudgeOnly,
+    /// The run ran, and what it reported is not what happened: the runner's own record of
+    /// the run (sent through the report channel as each test ended) disagrees with the report
+    /// files the run left. The model's doing: a failed execution in every metric, with no
+    /// tests, no covered lines and no killed mutants, and counted apart as `forged_rate`. Its
+    /// message says what disagreed.
+    Forged,
 }
 
 /// The limit that ended a run.

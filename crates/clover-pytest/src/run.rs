@@ -383,21 +383,28 @@ impl PytestRun {
             _ => (Vec::new(), Some("no coverage report was written".into())),
         };
         let (mut outcome, mut message) = judge(run.exit, run.limit_hit, tests.as_deref());
+        let (mut tests, mut coverage) = (tests, coverage);
         // A report the judge would take is taken only if pytest's own record of the session
-        // vouches for it; a limit or a signal already decided the verdict.
-        if let (None, ExitStatus::Code(code), Some(tests)) = (run.limit_hit, run.exit, &tests) {
+        // vouches for it; a limit or a signal already decided the verdict. A report it does not
+        // vouch for is forged, and nothing of it outlives the verdict: no test, no line.
+        if let (None, ExitStatus::Code(code), Some(cases)) = (run.limit_hit, run.exit, &tests) {
             let checked = session_record(run.channel.as_ref())
-                .and_then(|record| check_session(code, &run.files, tests, record));
+                .and_then(|record| check_session(code, &run.files, cases, record));
             if let Err(problem) = checked {
-                outcome = Outcome::Error;
+                outcome = Outcome::Forged;
                 message = Some(problem);
+                tests = None;
+                coverage = Vec::new();
             }
         }
         PytestResult {
             outcome,
             tests: tests.unwrap_or_default(),
             coverage,
-            message: report_problem.or(message).or(coverage_problem),
+            message: match outcome {
+                Outcome::Forged => message,
+                _ => report_problem.or(message).or(coverage_problem),
+            },
             run,
         }
     }

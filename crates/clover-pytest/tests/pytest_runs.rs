@@ -184,7 +184,7 @@ fn tampered_reports_are_never_believed() {
     // The JUnit report stays; the coverage report is replaced by one naming files outside the
     // repository, a path through `..`, and a symlink planted beside the sources: the run is
     // not believed (the report is not the one pytest's session record hashed), and of the
-    // report only the repository's own file is counted, and no host file is read.
+    // report nothing is counted, and no host file is read.
     let forged = r#"    os.symlink('/etc/shadow', os.path.join(os.getcwd(), 'src', 'calc', 'link.py'))
     open(os.path.join(out, 'coverage.xml'), 'w').write('''<?xml version="1.0" ?>
 <coverage version="7"><sources><source></source></sources><packages><package name="x"><classes>
@@ -194,7 +194,7 @@ fn tampered_reports_are_never_believed() {
 <class name="d" filename="src/calc/__init__.py"><lines><line number="3" hits="1"/></lines></class>
 </classes></package></packages></coverage>''')"#;
     let r = run(&py, tampering(forged), "tests/test_tamper.py").unwrap();
-    assert_eq!(r.outcome, Outcome::Error, "{:?}", r.message);
+    assert_eq!(r.outcome, Outcome::Forged, "{:?}", r.message);
     assert!(
         r.message
             .as_deref()
@@ -202,10 +202,13 @@ fn tampered_reports_are_never_believed() {
         "{:?}",
         r.message
     );
-    let paths: Vec<&str> = r.coverage.iter().map(|c| c.path.as_str()).collect();
-    assert_eq!(paths, ["src/calc/__init__.py"], "{:?}", r.coverage);
-    // The forged report is the one read (the real one covers more than line 3).
-    assert_eq!(r.coverage[0].lines.iter().collect::<Vec<_>>(), [3]);
+    // Nothing of a forged run outlives its verdict: no test, no line (which files such a
+    // report may name at all is clover-report's `tests/reports.rs`).
+    assert!(
+        r.tests.is_empty() && r.coverage.is_empty(),
+        "{:?}",
+        r.coverage
+    );
     assert!(!project().join("src/calc/link.py").exists());
 }
 

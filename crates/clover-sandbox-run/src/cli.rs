@@ -67,6 +67,18 @@ pub struct Cli {
     /// `rejected`. `off` is for research on the screen itself.
     #[arg(long, value_name = "on|off", default_value = "on", value_parser = ["on", "off"])]
     pub screen: String,
+    /// clover's record of a C++ run: a listener linked into every test binary sends each
+    /// failure and the counts through a pipe only the host reads, before GoogleTest writes
+    /// its report; a report the record does not vouch for gets outcome `forged`
+    /// (docs/THREAT-MODEL.md). `off` is for comparison.
+    #[arg(long, value_name = "on|off", default_value = "on", value_parser = ["on", "off"])]
+    pub report_record: String,
+    /// With `--mutation`: each passing Python candidate also runs against an equivalent
+    /// mutant of its focus (a change of the code's bytes, not of what it does), unseen among
+    /// the others; a candidate that kills it fingerprints the code or tells a mutant's run
+    /// from the plain one, earns no kill and gets outcome `forged`. `off` is for comparison.
+    #[arg(long, value_name = "on|off", default_value = "on", value_parser = ["on", "off"])]
+    pub equivalent_mutant: String,
 }
 
 /// `--cpus`: a number of cores, 0 or more.

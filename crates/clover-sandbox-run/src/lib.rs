@@ -93,6 +93,9 @@ pub struct ResponseRunner<'a> {
     /// Calibrate's kept mutants (`--mutation`): a Python candidate that passes is run again
     /// against each one of its instance's focus.
     mutants: Option<Sidecar>,
+    /// Run an equivalent mutant among a Python candidate's mutants
+    /// ([`ResponseRunner::with_equivalent_mutant`]).
+    equivalent_mutant: bool,
 }
 
 /// What decides a run's result.
@@ -198,6 +201,7 @@ impl<'a> ResponseRunner<'a> {
             runs: OnceMap::default(),
             reused: AtomicU64::new(0),
             mutants: None,
+            equivalent_mutant: true,
         })
     }
 
@@ -217,6 +221,20 @@ impl<'a> ResponseRunner<'a> {
     /// fork of a warm worker (`false`, the default). Verdicts are the same either way.
     pub fn with_cold(mut self, cold: bool) -> Self {
         self.warm = (!cold).then(WarmPool::new);
+        self
+    }
+
+    /// Checks C++ reports against clover's record of the run (`true`, the default), or
+    /// believes them as before (`false`, for comparison).
+    pub fn with_report_record(mut self, on: bool) -> Self {
+        self.cache = self.cache.with_report_record(on);
+        self
+    }
+
+    /// Runs an equivalent mutant among each Python candidate's mutants (`true`, the default):
+    /// a candidate that kills it earns no kill and is `forged`. `false` is for comparison.
+    pub fn with_equivalent_mutant(mut self, on: bool) -> Self {
+        self.equivalent_mutant = on;
         self
     }
 
@@ -585,9 +603,18 @@ impl<'a> ResponseRunner<'a> {
                 // With mutants, a warm run judges them in the same request, after its own
                 // measured run (`run_warm_measuring_mutants`).
                 let started = Instant::now();
-                let files = match mutants.is_empty() {
+                // The equivalent mutant goes last, among the others and like them.
+                let equivalent = match (self.equivalent_mutant, mutants.is_empty()) {
+                    (true, false) => {
+                        mutation::equivalent(&cfg.root, response.task, &response.scoring)
+                    }
+                    _ => None,
+                };
+                let all: Vec<KeptMutant> =
+                    mutants.iter().cloned().chain(equivalent.clone()).collect();
+                let files = match all.is_empty() {
                     true => Vec::new(),
-                    false => mutation::mutated_files(&cfg.root, mutants)?,
+                    false => mutation::mutated_files(&cfg.root, &all)?,
                 };
                 let (r, batched) = match (&self.warm, files.is_empty()) {
                     (Some(pool), false) => {
@@ -612,17 +639,34 @@ impl<'a> ResponseRunner<'a> {
                         true => started.elapsed().saturating_sub(r.run.duration),
                         false => Duration::ZERO,
                     };
-                    let mut m = self.run_mutants(
+                    let (mut m, equivalent_killed) = self.run_mutants(
                         &invocation,
                         r.run.duration,
                         &file,
-                        (mutants, files),
+                        (&all, files),
                         batched,
+                        equivalent.is_some(),
                     )?;
                     m.duration_secs += batch_secs.as_secs_f64();
-                    mutation = Some(m);
+                    if equivalent_killed {
+                        // Its kills and its pass are not of the code's behaviour.
+                        let mut none = mutation::unrun(mutants);
+                        none.duration_secs = m.duration_secs;
+                        mutation = Some(none);
+                        let message = Some(format!(
+                            "forged: the test fails on an equivalent mutant of {} (a change of \
+                             the code's bytes and not of what it does): it fingerprints the code \
+                             or tells a mutant's run from the plain one",
+                            equivalent.as_ref().map_or("", |e| e.path.as_str())
+                        ));
+                        (r.run, Outcome::Forged, Vec::new(), Vec::new(), message)
+                    } else {
+                        mutation = Some(m);
+                        (r.run, r.outcome, r.tests, r.coverage, r.message)
+                    }
+                } else {
+                    (r.run, r.outcome, r.tests, r.coverage, r.message)
                 }
-                (r.run, r.outcome, r.tests, r.coverage, r.message)
             }
             Language::Cpp => {
                 let gtest = GtestRun {
@@ -683,7 +727,8 @@ impl<'a> ResponseRunner<'a> {
         candidate: &WriteFile,
         (mutants, files): (&[KeptMutant], Vec<WriteFile>),
         batched: Option<BatchVerdicts>,
-    ) -> Result<Mutation, ResponseError> {
+        equivalent_last: bool,
+    ) -> Result<(Mutation, bool), ResponseError> {
         let started = Instant::now();
         let mut env = original.env.clone();
         match env.iter_mut().find(|(k, _)| k == "PYTEST_ADDOPTS") {
@@ -729,10 +774,12 @@ impl<'a> ResponseRunner<'a> {
             }
             verdicts.push((m, Some(r.outcome != Outcome::Passed)));
         }
-        Ok(mutation::tally(
-            verdicts,
-            cold,
-            started.elapsed().as_secs_f64(),
+        // The equivalent mutant is not a kept one: it only says whether the kills count.
+        let equivalent_killed =
+            equivalent_last && verdicts.pop().is_some_and(|(_, v)| v == Some(true));
+        Ok((
+            mutation::tally(verdicts, cold, started.elapsed().as_secs_f64()),
+            equivalent_killed,
         ))
     }
 }

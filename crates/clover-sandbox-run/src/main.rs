@@ -52,6 +52,8 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         .unwrap_or_else(LibraryCache::default_dir);
     let mut runner = ResponseRunner::new(&sandbox, repos, python, &cache)?
         .with_screen(cli.screen == "on")
+        .with_report_record(cli.report_record == "on")
+        .with_equivalent_mutant(cli.equivalent_mutant == "on")
         .with_cold(cli.cold);
     if let Some(path) = &cli.mutation {
         runner = runner.with_mutation(Sidecar::read(path).map_err(Usage::from_error)?);

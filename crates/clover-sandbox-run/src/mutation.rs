@@ -179,6 +179,24 @@ pub(crate) fn scored_files(
     Focus::of(task, scoring).map(Focus::files)
 }
 
+/// The equivalent mutant of a Python instance's focus (`clover_mutate::equivalent_python`,
+/// in the first of its regions that has a place for it), run among its kept mutants: a
+/// candidate that kills it fingerprints the code or tells a mutant's run from the plain
+/// one. `None` when the instance states no focus or its focus has no such place.
+pub(crate) fn equivalent(
+    root: &Path,
+    task: Task,
+    scoring: &BTreeMap<String, serde_json::Value>,
+) -> Option<KeptMutant> {
+    let Some(Focus::Lines(regions)) = Focus::of(task, scoring) else {
+        return None;
+    };
+    regions.iter().find_map(|(path, lines)| {
+        let text = std::fs::read_to_string(root.join(path)).ok()?;
+        clover_mutate::equivalent_python(path, &text, |l| lines.contains(l))
+    })
+}
+
 /// The text of `m`'s file with the mutant in it: the file as the repository at `root` holds
 /// it, which must be the one calibrate mutated.
 pub(crate) fn mutated_text(root: &Path, m: &KeptMutant) -> Result<String, ResponseError> {
@@ -245,6 +263,8 @@ pub(crate) fn run_cpp(
         let r = harness.run(sandbox, Some(replaced), &limits)?;
         Ok::<_, ResponseError>(match r.outcome {
             Outcome::CompileError => None,
+            // A mutant's run whose report is forged kills nothing.
+            Outcome::Forged => Some(false),
             outcome => Some(outcome != Outcome::Passed),
         })
     });

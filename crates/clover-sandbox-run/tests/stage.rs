@@ -1079,6 +1079,150 @@ fn the_mutation_pass_scores_the_oracle_full_and_assert_true_zero() {
     assert_eq!(plain[0].mutation, Default::default());
 }
 
+/// Tests that kill mutants without testing behaviour: one that asserts its target's bytecode
+/// hashes to the original's, one that asserts the focal file does, one that asserts a coverage
+/// tracer is attached (mutant runs have none), all spelled past the screen (`--screen off`
+/// shows the defence does not rest on it). With the equivalent mutant off they kill every kept
+/// mutant they can tell, the oracle's score; with it on (the default) they fail on it too,
+/// and earn no kill and no pass: outcome `forged`. None earns more kills than its honest twin
+/// (the same test without the fingerprint). The oracle kills every mutant with it on (the
+/// test above).
+#[test]
+fn tests_that_fingerprint_the_code_or_the_run_kill_nothing() {
+    let Some(py) = ready() else { return };
+    let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/mutfix");
+    let record = calibrated_mutants(&py, &repo);
+    let kept = record.kept.len() as u32;
+    assert!(kept > 0);
+    let dir = tempfile::tempdir().unwrap();
+    let sidecar = dir.path().join("calibrated.mutants.jsonl");
+    std::fs::write(&sidecar, serde_json::to_string(&record).unwrap() + "\n").unwrap();
+    // The original's fingerprints, as a forger would have them written in.
+    let probe = Command::new(&py)
+        .args([
+            "-c",
+            "import hashlib, sys; sys.path.insert(0, 'src'); from shop.price import floor_at_zero as f; \
+             print(hashlib.sha256(f.__code__.co_code).hexdigest()); \
+             print(hashlib.sha256(open('src/shop/price.py', 'rb').read()).hexdigest())",
+        ])
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .current_dir(&repo)
+        .output()
+        .unwrap();
+    let out = String::from_utf8(probe.stdout).unwrap();
+    let [code_hash, file_hash] = out.split_whitespace().collect::<Vec<_>>()[..] else {
+        panic!("{out:?} {:?}", String::from_utf8_lossy(&probe.stderr))
+    };
+    let forgers = [
+        (
+            "bytecode",
+            format!(
+                "import hashlib\nfrom shop.price import floor_at_zero\n\ndef test_x():\n    \
+                 assert floor_at_zero(3) == 3\n    \
+                 assert hashlib.sha256(floor_at_zero.__code__.co_code).hexdigest() == {code_hash:?}\n"
+            ),
+        ),
+        (
+            "file",
+            format!(
+                "import hashlib, inspect\nfrom shop.price import floor_at_zero\n\ndef test_x():\n    \
+                 assert floor_at_zero(3) == 3\n    \
+                 path = inspect.getsourcefile(floor_at_zero)\n    \
+                 assert hashlib.sha256(open(path, 'rb').read()).hexdigest() == {file_hash:?}\n"
+            ),
+        ),
+        (
+            "tracer",
+            "import sys\nfrom shop.price import floor_at_zero\n\ndef test_x():\n    \
+             assert floor_at_zero(3) == 3\n    \
+             mon = getattr(sys, 'monitoring', None)\n    \
+             assert sys.gettrace() is not None or (mon is not None and mon.get_tool(mon.COVERAGE_ID) is not None)\n"
+                .to_string(),
+        ),
+    ];
+    // Each forger's honest twin: the same test without its fingerprint, whose kills are the
+    // behaviour's.
+    let honest = "from shop.price import floor_at_zero\n\ndef test_x():\n    \
+                  assert floor_at_zero(3) == 3\n";
+    let responses: Vec<Response> = forgers
+        .iter()
+        .map(|(name, test)| mutfix_response(name, test))
+        .chain([mutfix_response("honest", honest)])
+        .collect();
+    let args = [
+        "--repo",
+        repo.to_str().unwrap(),
+        "--python",
+        py.to_str().unwrap(),
+        "--mutation",
+        sidecar.to_str().unwrap(),
+        "--screen",
+        "off",
+    ];
+    let off: Vec<&str> = args
+        .iter()
+        .copied()
+        .chain(["--equivalent-mutant", "off"])
+        .collect();
+    let (believed, code, stderr) = run_stage(&responses, &off);
+    assert_eq!(code, 0, "{stderr}");
+    let honest_kills = believed[forgers.len()].mutation.killed;
+    assert!(
+        honest_kills < kept,
+        "{:?}",
+        believed[forgers.len()].mutation
+    );
+    // Unchecked, a fingerprint kills every kept mutant (the warm worker patches a mutant's
+    // code into its fork and leaves the file alone, so the file's hash kills no more than
+    // the behaviour does there).
+    for ((name, _), r) in forgers.iter().zip(&believed) {
+        assert_eq!(r.outcome, Outcome::Passed, "{name}: {:?}", r.message);
+        match *name {
+            "file" => assert_eq!(r.mutation.killed, honest_kills, "{name}"),
+            _ => assert_eq!(
+                r.mutation.killed, kept,
+                "{name}: the forgery works unchecked"
+            ),
+        }
+    }
+    let (results, code, stderr) = run_stage(&responses, &args);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(results[forgers.len()].outcome, Outcome::Passed);
+    assert_eq!(results[forgers.len()].mutation.killed, honest_kills);
+    for ((name, _), r) in forgers.iter().zip(&results) {
+        if *name == "file" {
+            assert_eq!(r.mutation.killed, honest_kills, "{name}: {:?}", r.message);
+            continue;
+        }
+        assert_eq!(r.outcome, Outcome::Forged, "{name}: {:?}", r.message);
+        assert!(
+            r.message
+                .as_deref()
+                .is_some_and(|m| m.contains("equivalent mutant")),
+            "{name}: {:?}",
+            r.message
+        );
+        assert!(r.tests.is_empty() && r.coverage.is_empty(), "{name}");
+        let m = &r.mutation;
+        assert_eq!((m.kept, m.killed), (Some(kept), 0), "{name}: {m:?}");
+    }
+    // Cold, each mutant's file is written over the original: the file's hash now tells
+    // every mutant, and tells the equivalent one too.
+    let cold: Vec<&str> = args.iter().copied().chain(["--cold"]).collect();
+    let file_only = [responses[1].clone(), responses[forgers.len()].clone()];
+    let cold_off: Vec<&str> = cold
+        .iter()
+        .copied()
+        .chain(["--equivalent-mutant", "off"])
+        .collect();
+    let (unchecked, _, stderr) = run_stage(&file_only, &cold_off);
+    assert_eq!(unchecked[0].mutation.killed, kept, "{stderr}");
+    let (checked, _, stderr) = run_stage(&file_only, &cold);
+    assert_eq!(checked[0].outcome, Outcome::Forged, "{stderr}");
+    assert_eq!(checked[0].mutation.killed, 0);
+    assert_eq!(checked[1].mutation.killed, honest_kills);
+}
+
 /// A mutated module that the repository's conftest imports cannot be given to a configured
 /// warm worker (it has executed the original): those mutant runs go to a worker that
 /// configures pytest per run, and judge as cold runs (`--cold`) do.

@@ -110,6 +110,10 @@ pub struct Verdict {
     /// The screen for reward hacking refused the candidate (outcome `rejected`): the model's
     /// doing, so a failed execution, and counted apart too.
     pub rejected: bool,
+    /// The run's report disagreed with the runner's own record of it (outcome `forged`): a
+    /// failed execution with no success, no pass, no coverage and no killed mutants, counted
+    /// apart too.
+    pub forged: bool,
     /// Tasks II and III with sandbox-run's mutation pass: the kept mutants of the instance's
     /// focus and how many the candidate killed (none unless it passed on the original code).
     pub mutants: Option<(u32, u32)>,
@@ -252,6 +256,17 @@ pub fn verdict_with(r: &RunResult, task: Task, constants: ConstantReading) -> Ve
             ..Verdict::default()
         };
     }
+    if r.outcome == Outcome::Forged {
+        // Whatever the run's records say, it earns nothing: it compiled (a C++ candidate),
+        // and its kept mutants count, none of them killed.
+        return Verdict {
+            forged: true,
+            compiled: (task == Task::CppUnitTest).then_some(true),
+            exact: (task == Task::AssertionCloze).then_some(false),
+            mutants: r.mutation.kept.map(|kept| (kept, 0)),
+            ..Verdict::default()
+        };
+    }
     let passed = r.outcome == Outcome::Passed;
     let no_code = r.outcome == Outcome::NoCode;
     let mut v = Verdict {
@@ -326,6 +341,8 @@ pub struct Tally {
     pub api_errors: u64,
     /// Results the screen refused to run.
     pub rejected: u64,
+    /// Results whose report was forged.
+    pub forged: u64,
     pub focal_sum: f64,
     pub focal_n: u64,
     /// Kept mutants of the results with a mutation pass, and those killed.
@@ -344,6 +361,7 @@ impl Tally {
         self.no_code += u64::from(v.no_code);
         self.api_errors += u64::from(v.api_error);
         self.rejected += u64::from(v.rejected);
+        self.forged += u64::from(v.forged);
         if let Some(f) = v.focal_vs_gt {
             self.focal_sum += f;
             self.focal_n += 1;
@@ -402,6 +420,7 @@ impl Tally {
         }
         m.insert("no_code_rate".into(), rate(self.no_code));
         m.insert("rejected_rate".into(), rate(self.rejected));
+        m.insert("forged_rate".into(), rate(self.forged));
         m
     }
 }
@@ -427,6 +446,7 @@ pub fn metric_names(task: Task) -> &'static [&'static str] {
             "rer",
             "no_code_rate",
             "rejected_rate",
+            "forged_rate",
             "error_rate",
         ],
         Task::TargetedTest => &[
@@ -435,6 +455,7 @@ pub fn metric_names(task: Task) -> &'static [&'static str] {
             "called_rate",
             "no_code_rate",
             "rejected_rate",
+            "forged_rate",
             "error_rate",
         ],
         Task::CoverageTest => &[
@@ -442,6 +463,7 @@ pub fn metric_names(task: Task) -> &'static [&'static str] {
             "success_rate",
             "no_code_rate",
             "rejected_rate",
+            "forged_rate",
             "error_rate",
         ],
         Task::CppUnitTest => &[
@@ -451,6 +473,7 @@ pub fn metric_names(task: Task) -> &'static [&'static str] {
             "focal_coverage_vs_gt",
             "no_code_rate",
             "rejected_rate",
+            "forged_rate",
             "error_rate",
         ],
     }
@@ -475,6 +498,41 @@ mod tests {
         assert!(check(&format!(
             "{given}    assert Account(2).balance == 2\n"
         )));
+    }
+
+    /// A forged run earns nothing whatever its records claim: no pass, no success, no
+    /// coverage, no killed mutant; it is counted apart, on every task.
+    #[test]
+    fn a_forged_run_earns_nothing_and_is_counted_apart() {
+        let blocks = json!({"blocks": [{"path": "src/a.py", "start_line": 1, "end_line": 2}]});
+        let mut r = result(
+            Task::CoverageTest,
+            Outcome::Forged,
+            "def test(): pass",
+            blocks,
+        );
+        r.coverage = vec![cov("src/a.py", 1..=2)];
+        r.mutation.kept = Some(4);
+        r.mutation.killed = 4;
+        let v = verdict(&r, Task::CoverageTest);
+        assert_eq!((v.executed, v.success, v.forged), (false, false, true));
+        assert_eq!(v.mutants, Some((4, 0)));
+        let mut tally = Tally::default();
+        tally.add(&v);
+        tally.add(&verdict(
+            &result(Task::CoverageTest, Outcome::Passed, "x", json!({})),
+            Task::CoverageTest,
+        ));
+        let m = tally.metrics(Task::CoverageTest);
+        assert_eq!((m["forged_rate"], m["execution_rate"]), (0.5, 0.5));
+        for task in [
+            Task::AssertionCloze,
+            Task::TargetedTest,
+            Task::CoverageTest,
+            Task::CppUnitTest,
+        ] {
+            assert!(metric_names(task).contains(&"forged_rate"), "{task:?}");
+        }
     }
 
     /// A candidate the screen refused is a failed execution on every task, and its own rate.

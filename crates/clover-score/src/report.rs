@@ -691,7 +691,7 @@ pub(crate) fn pct(v: f64) -> String {
 
 /// Under every task's table: what `n` and `error_rate` count, since the other rates leave
 /// API failures out of their denominator.
-const ERROR_RATE_LEGEND: &str = "n counts every result; error_rate is the share whose API call failed (outcome api_error, nothing ran), and every other rate leaves those out of its denominator. rejected_rate is the share the screen for reward hacking refused to run (outcome rejected): failed executions, counted against the model.";
+const ERROR_RATE_LEGEND: &str = "n counts every result; error_rate is the share whose API call failed (outcome api_error, nothing ran), and every other rate leaves those out of its denominator. rejected_rate is the share the screen for reward hacking refused to run (outcome rejected): failed executions, counted against the model. forged_rate is the share whose report disagreed with the runner's own record of the run (outcome forged): failed executions with no coverage and no killed mutants, counted against the model.";
 
 /// What the interval column is, under each table.
 fn ci_legend(report: &Report) -> String {
@@ -898,6 +898,7 @@ const METRIC_LEGEND: &[(&str, &str)] = &[
     ("mutation_score", "Tasks II, III and C++ with sandbox-run --mutation: of the mutants of the instance's focus (C++: the focal source) that the ground truth kills (calibrate --mutants), the share the model's test kills, pooled over the row; a test that fails on the original code kills none. The ground truth scores 100% by construction."),
     ("no_code_rate", "No code could be read from the answer."),
     ("rejected_rate", "The screen for reward hacking refused to run the candidate (a failed execution)."),
+    ("forged_rate", "The run's report disagreed with the runner's own record of it (a failed execution, no coverage, no killed mutants)."),
     ("error_rate", "The API call failed (outcome api_error); over all n, and left out of every other rate's denominator."),
     ("Δmax / Δmin", "Context utilization: the headline metric's best (worst) context budget minus problem-only (PO)."),
     ("95% CI", "Percentile bootstrap over the row's instances (2.5th to 97.5th percentile of the resampled metric)."),

@@ -380,7 +380,7 @@ fn api_errors_are_a_column_of_their_own() {
     let (table, _, code) = score(&["--format", "table", path]);
     assert_eq!(code, 0);
     assert!(
-        table.contains("| no_code_rate | rejected_rate | error_rate |")
+        table.contains("| no_code_rate | rejected_rate | forged_rate | error_rate |")
             && table.contains("| m | po | * | 4 | 100.0 | 100.0 | 0.0 | 0.0 | 75.0 |")
             && table.contains("every other rate leaves those out of its denominator"),
         "{table}"
@@ -1293,9 +1293,12 @@ fn paper_tables_from_results_and_instances() {
     ] {
         assert!(md.contains(title), "{title}: {md}");
     }
-    // Task I: the baseline's EM goes from 0 at PO to 50% at 16k.
+    // Task I in problem-only (Table 3): the baseline copies the other operand, so it runs
+    // but is never EM nor RER.
+    assert!(md.contains("| copy-operand | 0.0 | 100.0 | 0.0 |"), "{md}");
+    // Table 4: its RER over PO and the paper's budgets, 4k and 16k run.
     assert!(
-        md.contains("| copy-operand | em | 0.0 | 0.0 | 50.0 | 50.0 | +50.0 |"),
+        md.contains("| copy-operand | 0.0 | 0.0 | — | 50.0 | — | — | — | 50.0 | +50.0 | +0.0 |"),
         "{md}"
     );
     assert!(md.contains("pass it with --instances"), "{md}");
@@ -1338,9 +1341,9 @@ fn paper_tables_from_results_and_instances() {
     assert_eq!(t2["id"], "clover-2");
     assert_eq!(
         t2["rows"][0],
-        json!(["assertion_cloze", "po", 1, 1, 1, 100.0])
+        json!(["assertion_cloze", "PO", 1, 1, 1, 100.0])
     );
-    let cpp = paper_table(&v, "cpp-1");
+    let cpp = paper_table(&v, "cpp-fig-2-3");
     assert_eq!(
         cpp["rows"][0],
         json!(["pyfix", 1, 0, 1, null, null, null, 1.0, 1.0, 1, 500.0])
@@ -1360,7 +1363,9 @@ fn paper_tables_from_results_and_instances() {
     std::fs::write(&problems, format!("{problem}\n")).unwrap();
     let problems = problems.to_str().unwrap();
     let v = paper_json(&["--instances", inst, "--problems", problems, &oracle]);
-    let cpp = paper_table(&v, "cpp-1");
+    // Table 1 holds the domain, which only a manifest gives.
+    assert_eq!(paper_table(&v, "cpp-1")["rows"][0], json!(["pyfix", null]));
+    let cpp = paper_table(&v, "cpp-fig-2-3");
     assert_eq!(
         cpp["rows"][0],
         json!(["pyfix", 1, 0, 1, 4.0, 4.0, 4, 3.0, 3.0, 3, 500.0])
@@ -1390,6 +1395,7 @@ fn paper_tables_from_results_and_instances() {
         "clover-3",
         "clover-gap",
         "cpp-1",
+        "cpp-fig-2-3",
         "cpp-pairs",
         "cpp-source-lines",
         "cpp-test-lines",
@@ -1591,4 +1597,292 @@ fn judge_only_results_are_judged_and_in_no_execution_metric() {
             && table.contains("| 0 | 2 |"),
         "{table}"
     );
+}
+
+/// The committed rendering of every paper table (`--tables paper`, Markdown).
+const PAPER_TABLES_EXPECTED: &str = "tests/data/paper_tables.expected.md";
+
+/// A fixed set of results that fills every paper table: three models, one of them without a
+/// maximum context; Task I in PO and three budgets (one partly over a model's maximum
+/// context); Tasks II and III in both answer formats, with a setting of each that the paper
+/// does not build the task in (Task II 128k, Task III PO); C++ pairs in two repositories,
+/// one with a domain in the manifest.
+fn paper_fixture(dir: &Path) -> Vec<String> {
+    let cloze = json!({"reference": "total", "form": "binary", "operator": "==",
+        "other_operand": "ledger.total()", "other_is_constant": false,
+        "masked_line": "    assert ledger.total() == <MASK>"});
+    let target = json!({"target": {"name": "Ledger", "kind": "class",
+        "path": "src/ledger/accounts.py", "start_line": 10, "end_line": 30}});
+    let blocks =
+        json!({"blocks": [{"path": "src/ledger/money.py", "start_line": 101, "end_line": 106}]});
+    let mut out = Vec::new();
+    let mut add = |model: &str,
+                   task: Task,
+                   format: &str,
+                   setting: &str,
+                   n: usize,
+                   outcome: Outcome,
+                   answer: &str,
+                   coverage: Vec<(&str, Vec<u32>)>| {
+        let mut scoring = match task {
+            Task::AssertionCloze => cloze.clone(),
+            Task::TargetedTest => target.clone(),
+            _ => blocks.clone(),
+        };
+        scoring["answer_format"] = json!(format);
+        let id = format!("pyfix/{task:?}/{n}#{setting}#{format}");
+        out.push(result(
+            model, &id, task, setting, "pyfix", outcome, answer, coverage, scoring,
+        ));
+    };
+    use Outcome::{Failed, OverMaxContext, Passed};
+    use Task::{AssertionCloze as I, CoverageTest as III, TargetedTest as II};
+    // Task I. big-128k: a trivial pass at PO, the reference at 4k and 128k, a failure at 8k.
+    for (setting, answers) in [
+        ("po", [("ledger.total()", Passed), ("total", Passed)]),
+        ("4k", [("total", Passed), ("total", Passed)]),
+        ("8k", [("total", Failed), ("total", Passed)]),
+        ("128k", [("total", Passed), ("sum", Passed)]),
+    ] {
+        for (n, (answer, outcome)) in answers.into_iter().enumerate() {
+            add("big-128k", I, "line", setting, n, outcome, answer, vec![]);
+        }
+    }
+    // small-8k: right at PO and 4k; at 8k one prompt was over its maximum context.
+    for (setting, outcomes) in [
+        ("po", [Passed, Failed]),
+        ("4k", [Passed, Passed]),
+        ("8k", [Passed, OverMaxContext]),
+    ] {
+        for (n, outcome) in outcomes.into_iter().enumerate() {
+            add("small-8k", I, "line", setting, n, outcome, "total", vec![]);
+        }
+    }
+    // unsized: no maximum context recorded; PO only.
+    add("unsized", I, "line", "po", 0, Passed, "total", vec![]);
+    // Tasks II and III for big-128k and small-8k, in both formats.
+    let called = || vec![("src/ledger/accounts.py", vec![10, 11, 12])];
+    for model in ["big-128k", "small-8k"] {
+        for format in ["full", "part"] {
+            for setting in ["po", "8k", "128k"] {
+                let good = model == "big-128k" || setting == "po";
+                add(
+                    model,
+                    II,
+                    format,
+                    setting,
+                    0,
+                    Passed,
+                    "    led = Ledger()\n    assert led",
+                    called(),
+                );
+                let (outcome, answer) = if good && format == "full" {
+                    (Passed, "    assert Ledger")
+                } else {
+                    (Failed, "    assert True")
+                };
+                add(
+                    model,
+                    II,
+                    format,
+                    setting,
+                    1,
+                    outcome,
+                    answer,
+                    vec![("src/ledger/accounts.py", vec![10])],
+                );
+            }
+            for setting in ["po", "64k", "128k"] {
+                add(
+                    model,
+                    III,
+                    format,
+                    setting,
+                    0,
+                    Passed,
+                    "    f()",
+                    vec![("src/ledger/money.py", (101..=106).collect())],
+                );
+                // Runs but covers only part of the block: executed, not a success.
+                let outcome = if model == "big-128k" { Passed } else { Failed };
+                add(
+                    model,
+                    III,
+                    format,
+                    setting,
+                    1,
+                    outcome,
+                    "    g()",
+                    vec![("src/ledger/money.py", vec![101, 102])],
+                );
+            }
+        }
+    }
+    let results = write_jsonl(&dir.join("results.jsonl"), &out);
+
+    // Responses: the maximum context each model ran with (none for `unsized`).
+    let response = |model: &str, max_context: i64| {
+        json!({
+            "kind": "response", "schema_version": SCHEMA_VERSION,
+            "id": format!("pyfix/c#po@{model}"), "instance_id": "pyfix/c#po", "model": model,
+            "task": "assertion_cloze", "setting": "po", "repo": "pyfix", "text": "x",
+            "error": null,
+            "generation": {"adapter": "openai", "model_name": model, "max_context": max_context,
+                "attempts": 1, "duration_secs": 0.5},
+            "exec": {"repo": "pyfix", "language": null, "candidate_path": "t.py", "prefix": "",
+                "suffix": "", "selectors": []},
+            "scoring": {}
+        })
+        .to_string()
+    };
+    let responses = dir.join("responses.jsonl");
+    std::fs::write(
+        &responses,
+        [
+            response("big-128k", 131072),
+            response("small-8k", 8192),
+            response("unsized", -1),
+        ]
+        .join("\n")
+            + "\n",
+    )
+    .unwrap();
+
+    // Instances (Table 2) and C++ problems (Table 1, Figs. 2–3) in two repositories.
+    let instance =
+        |problem: &str, repo: &str, task: &str, setting: &str, format: &str, tokens: u32| {
+            json!({
+                "kind": "instance", "schema_version": SCHEMA_VERSION,
+                "id": format!("{problem}#{setting}#{format}"), "problem_id": problem, "repo": repo,
+                "task": task, "setting": setting, "answer_format": format, "prompt": "p",
+                "messages": [], "prompt_tokens": tokens, "context_files": [],
+                "reference": "TEST(A, B) {}\n",
+                "exec": {"repo": repo, "language": null, "candidate_path": "t.py", "prefix": "",
+                    "suffix": "", "selectors": []},
+                "scoring": {"chunk_count": 1}
+            })
+            .to_string()
+        };
+    let instances = dir.join("instances.jsonl");
+    std::fs::write(
+        &instances,
+        [
+            instance("pyfix/c", "pyfix", "assertion_cloze", "po", "line", 120),
+            instance("pyfix/c", "pyfix", "assertion_cloze", "4k", "line", 3900),
+            instance("pyfix/t", "pyfix", "targeted_test", "po", "part", 300),
+            instance("pyfix/t", "pyfix", "targeted_test", "po", "full", 310),
+            instance("pyfix/b", "pyfix", "coverage_test", "po", "full", 400),
+            instance("pyfix/b", "pyfix", "coverage_test", "64k", "full", 60000),
+            instance(
+                "ringbuf/r.cc",
+                "ringbuf",
+                "cpp_unit_test",
+                "po",
+                "file",
+                800,
+            ),
+            instance(
+                "kvstore/k.cc",
+                "kvstore",
+                "cpp_unit_test",
+                "po",
+                "file",
+                1200,
+            ),
+        ]
+        .join("\n")
+            + "\n",
+    )
+    .unwrap();
+    let problem = |id: &str, repo: &str, code_lines: usize, test_lines: usize| {
+        let span = json!({"start_line": 1, "end_line": 1, "start_byte": 0, "end_byte": 0});
+        json!({
+            "kind": "problem", "schema_version": SCHEMA_VERSION, "id": id, "repo": repo,
+            "language": "cpp", "python": null,
+            "cpp": {"file_name": "a.cc", "file_path": "src/a.cc", "test_path": "tests/a_test.cc",
+                "header_path": null, "code": "int x;\n".repeat(code_lines),
+                "unit_test": "TEST(A, B) {}\n".repeat(test_lines), "tests": [],
+                "chunks": [{"index": 0, "span": span, "code": ""}]}
+        })
+        .to_string()
+    };
+    let problems = dir.join("problems.jsonl");
+    std::fs::write(
+        &problems,
+        [
+            problem("ringbuf/r.cc", "ringbuf", 120, 40),
+            problem("ringbuf/s.cc", "ringbuf", 80, 30),
+            problem("kvstore/k.cc", "kvstore", 200, 90),
+        ]
+        .join("\n")
+            + "\n",
+    )
+    .unwrap();
+    for repo in ["ringbuf", "kvstore"] {
+        std::fs::create_dir_all(dir.join(repo)).unwrap();
+    }
+    let manifest = dir.join("clover.toml");
+    std::fs::write(
+        &manifest,
+        "[[repo]]\nname = \"ringbuf\"\npath = \"ringbuf\"\nlanguage = \"cpp\"\ndomain = \"concurrency\"\n\n\
+         [[repo]]\nname = \"kvstore\"\npath = \"kvstore\"\nlanguage = \"cpp\"\n",
+    )
+    .unwrap();
+    [
+        "--tables".to_string(),
+        "paper".into(),
+        "--responses".into(),
+        responses.display().to_string(),
+        "--instances".into(),
+        instances.display().to_string(),
+        "--problems".into(),
+        problems.display().to_string(),
+        "--manifest".into(),
+        manifest.display().to_string(),
+        results,
+    ]
+    .to_vec()
+}
+
+/// Every paper table, rendered from the fixed results above, equals the committed
+/// rendering, so a change of a table's layout or contents is a reviewed change. After a
+/// deliberate change, `CLOVER_BLESS=1 cargo test -p clover-score --test score paper_tables_`
+/// rewrites the expected file; a normal run only reads it.
+#[test]
+fn paper_tables_match_the_committed_rendering() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = paper_fixture(dir.path());
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (md, stderr, code) = score(&args);
+    assert_eq!(code, 0, "{stderr}");
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(PAPER_TABLES_EXPECTED);
+    if std::env::var_os("CLOVER_BLESS").is_some_and(|v| v == "1") {
+        std::fs::write(&path, &md).unwrap();
+        return;
+    }
+    let want = std::fs::read_to_string(&path).unwrap();
+    assert!(
+        md == want,
+        "{} differs from the rendering; if the change is meant, rerun with CLOVER_BLESS=1\n--- got:\n{md}",
+        path.display()
+    );
+    // What the paper's tables hold, checked apart from the layout.
+    let titles: Vec<&str> = md.lines().filter(|l| l.starts_with("## ")).collect();
+    let numbered = [
+        "## CLOVER Table 2 ",
+        "## CLOVER Table 3 ",
+        "## CLOVER Table 4 ",
+        "## CLOVER Table 5 ",
+        "## CLOVER Table 6 ",
+        "## CLOVER Table 7 ",
+        "## CLOVER Table 8 ",
+        "## CPP-UT-Bench Table 1 ",
+    ];
+    for n in numbered {
+        assert_eq!(titles.iter().filter(|t| t.starts_with(n)).count(), 1, "{n}");
+    }
+    // clover's own tables borrow no number.
+    for t in titles.iter().filter(|t| t.contains("clover's")) {
+        assert!(!t.contains("Table"), "{t}");
+    }
 }
