@@ -6,7 +6,9 @@
 //! corpus run) are the output a `calibrate --resume --mutants` continues, which judges the
 //! mutants of the kept problems the output holds without calibrating them again (the default
 //! K of 20 a problem). Then sandbox-run runs the responses once plain and once with the
-//! sidecar, one after the other.
+//! sidecar, one after the other, and once more with the sidecar and every defence against
+//! forgery off (issue 39): what the defences cost against the same pass without them, and
+//! whether any oracle result differs with them (a false alarm).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
@@ -21,6 +23,21 @@ use crate::bench_measure::read_records;
 /// The mutation pass may cost at most this many times the plain run of the same responses.
 pub const MUTATION_TARGET: f64 = 3.0;
 
+/// The defences against forgery may cost at most this many times the same pass without them.
+pub const DEFENCES_TARGET: f64 = 1.3;
+
+/// sandbox-run's switches that turn every defence against forgery off, for comparison.
+pub const DEFENCES_OFF: [&str; 8] = [
+    "--witness",
+    "off",
+    "--machinery-watch",
+    "off",
+    "--equivalent-mutant",
+    "off",
+    "--report-record",
+    "off",
+];
+
 /// A stage of the corpus run: name, subject, arguments; its wall time.
 pub type Stage<'a> = dyn FnMut(&str, &str, &[&str]) -> Result<f64> + 'a;
 
@@ -32,6 +49,10 @@ pub struct MutationPass {
     pub judge_secs: f64,
     pub plain_secs: f64,
     pub with_secs: f64,
+    /// The same pass with every defence against forgery off.
+    pub bare_secs: f64,
+    /// Oracle results whose outcome the defences changed: `id: bare → defended`.
+    pub changed: Vec<String>,
     pub rows: BTreeMap<String, PassRow>,
 }
 
@@ -83,6 +104,25 @@ pub fn run(
     let plain_secs = stage("sandbox-run", "oracle: II, III, C++ po", &[&picked, "--manifest", manifest, "-o", &plain_out])?;
     #[rustfmt::skip]
     let with_secs = stage("sandbox-run", "oracle: II, III, C++ po --mutation", &[&picked, "--manifest", manifest, "--mutation", &sidecar, "-o", &with_out])?;
+    let bare_out = file("mutation-results-bare.jsonl");
+    let mut bare_args = vec![
+        picked.as_str(),
+        "--manifest",
+        manifest,
+        "--mutation",
+        &sidecar,
+    ];
+    bare_args.extend(DEFENCES_OFF);
+    bare_args.extend(["-o", &bare_out]);
+    let bare_secs = stage(
+        "sandbox-run",
+        "oracle: II, III, C++ po --mutation, defences off",
+        &bare_args,
+    )?;
+    let bare: BTreeMap<String, RunResult> = read_records::<RunResult>(Path::new(&bare_out))?
+        .into_iter()
+        .map(|r| (r.id.clone(), r))
+        .collect();
 
     let mut rows: BTreeMap<String, PassRow> = BTreeMap::new();
     for m in read_records::<ProblemMutants>(Path::new(&sidecar))? {
@@ -98,7 +138,11 @@ pub fn run(
     }
     // Responses with the same candidate and focus share one pass: its runs count once.
     let mut seen = BTreeSet::new();
+    let mut changed = Vec::new();
     for r in read_records::<RunResult>(Path::new(&with_out))? {
+        if let Some(b) = bare.get(&r.id).filter(|b| b.outcome != r.outcome) {
+            changed.push(format!("{}: {:?} → {:?}", r.id, b.outcome, r.outcome));
+        }
         let row = rows.entry(r.repo.clone()).or_default();
         row.responses += 1;
         let m = &r.mutation;
@@ -115,6 +159,8 @@ pub fn run(
         judge_secs,
         plain_secs,
         with_secs,
+        bare_secs,
+        changed,
         rows,
     })
 }
@@ -176,6 +222,11 @@ impl MutationPass {
         self.with_secs / self.plain_secs.max(1e-9)
     }
 
+    /// The pass with the defences against forgery over the same pass without them.
+    pub fn defences_ratio(&self) -> f64 {
+        self.with_secs / self.bare_secs.max(1e-9)
+    }
+
     fn total(&self) -> PassRow {
         let mut t = PassRow::default();
         for r in self.rows.values() {
@@ -207,6 +258,18 @@ impl MutationPass {
                 self.with_secs,
                 self.plain_secs
             ));
+        }
+        if self.defences_ratio() > DEFENCES_TARGET {
+            out.push(format!(
+                "the defences against forgery cost {:.2}× the same pass without them ({:.0} s \
+                 against {:.0} s; want ≤ {DEFENCES_TARGET}×)",
+                self.defences_ratio(),
+                self.with_secs,
+                self.bare_secs
+            ));
+        }
+        for c in &self.changed {
+            out.push(format!("the defences changed an oracle result: {c}"));
         }
         for (repo, r) in &self.rows {
             if r.killed < r.focus_kept {
@@ -272,6 +335,21 @@ impl MutationPass {
             self.with_secs,
             self.ratio()
         )?;
+        writeln!(
+            md,
+            "\nThe same pass with every defence against forgery off (`{}`, docs/THREAT-MODEL.md): \
+             {:.1} s; the defences cost **{:.2}×** (target ≤ {DEFENCES_TARGET}×), and change \
+             the outcome of {} oracle result(s){}.",
+            DEFENCES_OFF.join(" "),
+            self.bare_secs,
+            self.defences_ratio(),
+            self.changed.len(),
+            if self.changed.is_empty() {
+                String::new()
+            } else {
+                format!(": {}", self.changed.join("; "))
+            }
+        )?;
         Ok(())
     }
 }
@@ -291,6 +369,8 @@ mod tests {
             judge_secs: 1.0,
             plain_secs: 10.0,
             with_secs,
+            bare_secs: with_secs,
+            changed: Vec::new(),
             rows: [("pkg".to_string(), row)].into_iter().collect(),
         }
     }
@@ -305,5 +385,20 @@ mod tests {
             missed[1].starts_with("pkg: the oracle kills 9 of 10"),
             "{missed:?}"
         );
+    }
+
+    /// Defences that cost more than their target, or that change an oracle's outcome (a
+    /// false alarm), are named.
+    #[test]
+    fn costly_defences_and_a_false_alarm_are_named() {
+        let mut p = pass(26.0, 10);
+        p.bare_secs = 20.0;
+        assert!(p.missed().is_empty(), "{:?}", p.missed());
+        p.bare_secs = 19.9;
+        p.changed = vec!["pkg/1: Passed → Forged".into()];
+        let missed = p.missed();
+        assert_eq!(missed.len(), 2, "{missed:?}");
+        assert!(missed[0].contains("1.31×"), "{missed:?}");
+        assert!(missed[1].contains("pkg/1: Passed → Forged"), "{missed:?}");
     }
 }

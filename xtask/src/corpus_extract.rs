@@ -107,6 +107,7 @@ fn check(sandbox: &Sandbox, repo: &RepoConfig) -> Result<Share> {
                 cov_sources: Vec::new(),
                 cov_only: None,
                 cov_contexts: false,
+                witness: Vec::new(),
                 env: repo.env.iter().map(|(k, v)| (k.into(), v.into())).collect(),
                 limits: limits(),
             }

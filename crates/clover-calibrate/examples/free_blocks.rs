@@ -60,6 +60,7 @@ fn main() -> anyhow::Result<()> {
                     .collect(),
                 cov_only: None,
                 cov_contexts: false,
+                witness: Vec::new(),
                 env: cfg.env.iter().map(|(k, v)| (k.into(), v.into())).collect(),
                 limits: Limits::default(),
             };

@@ -365,6 +365,7 @@ fn ground_truth_run(
         cov_sources: Vec::new(),
         cov_only: None,
         cov_contexts: false,
+        witness: Vec::new(),
         env: run
             .repo
             .env

@@ -335,6 +335,7 @@ fn run_pytest_once(
                 save_coverage: true,
                 coverage_lines: None,
                 only: None,
+                witness: &[],
                 targets: &targets,
                 files: &group_files,
                 writable: &[PathBuf::from(REPORT_DIR)],

@@ -1336,6 +1336,7 @@ fn copied_operand_coverage(r: &CalibratedProblem, fixture: &Path) -> Vec<FileCov
             .collect(),
         cov_only: None,
         cov_contexts: false,
+        witness: Vec::new(),
         env: Vec::new(),
         limits: clover_sandbox::Limits::default(),
     };

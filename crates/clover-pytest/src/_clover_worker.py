@@ -327,6 +327,10 @@ class _MutantFinder:
         # Imported before the finder is installed: an import in `find_spec` would ask it.
         import importlib.machinery
 
+        from _clover_report import others_spec
+
+        self.others_spec = others_spec
+
         self.source_loader = importlib.machinery.SourceFileLoader
         self.loader = _mutant_loader(path, data)
         self.path = path
@@ -336,20 +340,7 @@ class _MutantFinder:
         self.busy = set()
 
     def find_spec(self, fullname, path=None, target=None):
-        if fullname in self.busy:
-            return None
-        self.busy.add(fullname)
-        try:
-            spec = None
-            for finder in sys.meta_path:
-                find = getattr(finder, "find_spec", None)
-                if finder is self or find is None:
-                    continue
-                spec = find(fullname, path, target)
-                if spec is not None:
-                    break
-        finally:
-            self.busy.discard(fullname)
+        spec = self.others_spec(self, self.busy, fullname, path, target)
         if spec is None or not isinstance(spec.origin, str):
             return spec
         if os.path.realpath(spec.origin) != self.path:
@@ -455,6 +446,8 @@ class Zygote:
         self.collecting = None
         # `real`'s answers: path -> real path.
         self.realpaths = {}
+        # Per witnessed file (real path), its instrumented code, made once (`instrument`).
+        self.instrumented = {}
         # The streams pytest writes to while it configures go nowhere (what goes wrong comes
         # back in the answer), and the channel to the host moves clear of them: no descriptor
         # pytest or a plugin duplicates now (capture, faulthandler) leads to the host.
@@ -507,7 +500,9 @@ class Zygote:
 
             sys.setprofile(None)
             threading.setprofile(None)
-            self.index_functions()
+        # Every worker knows its live functions: a mutant is patched into them, and so is the
+        # witnessed code of the files a candidate's scoring reads (`witness`).
+        self.index_functions()
         self.freeze()
 
     def parse_reported(self, body):
@@ -517,6 +512,11 @@ class Zygote:
         (coverage.py parses a file anew for every report). A worker parsing every file when
         it starts parsed many that no candidate it served was scored on, and made its first
         candidate wait for all of them (0.3–0.4 s of a 0.9 s start on toolz and flask)."""
+        if b'"witness":["' in body:
+            req = json.loads(body)
+            with self.untraced():
+                for name in req.get("witness") or []:
+                    self.instrument(self.real(os.path.join(self.repo, name)))
         if self.cov is None or not self.setup.get("report_lines"):
             return
         # A request that has no report, as the host writes it, is not decoded here.
@@ -551,6 +551,88 @@ class Zygote:
         if new:
             # As the zygote's own objects: a fork's collections never walk them.
             gc.freeze()
+
+    def instrument(self, path):
+        """`path`'s witnessed code and watched lines (`_clover_report.instrument`), or why it
+        cannot be had, made once per worker: the zygote makes them for the files a request
+        names after the request went to its supervisor, and each later candidate's
+        supervisor finds them made."""
+        made = self.instrumented.get(path)
+        if made is None:
+            import _clover_report
+
+            module = self.loaded.get(path)
+            try:
+                with open(path, "rb") as f:
+                    source = f.read()
+                filename = module.__file__ if module is not None else path
+                code, watched, _ = _clover_report.instrument(source, filename)
+                made = (source, code, watched)
+            except (OSError, SyntaxError, ValueError) as e:
+                made = "it cannot be instrumented: %s" % e
+            self.instrumented[path] = made
+        return made
+
+    def witness(self, names):
+        """C, before its runner forks: the files `names` (from the repository) are witnessed
+        in the run (`_clover_report`). A loaded one's live functions are pointed at its
+        instrumented code, and what the zygote measured of it (its import, before any
+        candidate) counts as seen; one not loaded is instrumented when the run imports it."""
+        import _clover_report
+
+        later = {}
+        for name in names:
+            path = self.real(os.path.join(self.repo, name))
+            made = self.instrument(path)
+            if isinstance(made, str):
+                entry = _clover_report._Witnessed(b"")
+                entry.why = made
+                _clover_report._witness[name] = entry
+                continue
+            source, code, watched = made
+            entry = _clover_report._witness[name] = _clover_report._Witnessed(source, path)
+            module = self.loaded.get(path)
+            if module is None:
+                later[path] = name
+                continue
+            if type(getattr(module, "__loader__", None)).__name__ == "AssertionRewritingHook":
+                entry.why = "pytest rewrote its asserts"
+                continue
+            new = {}
+
+            def walk(c):
+                for n in _nested(c):
+                    new[_code_key(n)] = n
+                    walk(n)
+
+            walk(code)
+            todo = []
+            for fn in self.functions.get(module.__file__, []):
+                if fn.__code__.co_name.startswith("<"):
+                    # A lambda or a comprehension holds no statement: nothing to witness,
+                    # and its name and line may not tell it from another.
+                    continue
+                cn = new.get(_code_key(fn.__code__))
+                if cn is None or cn.co_freevars != fn.__code__.co_freevars:
+                    entry.why = "a function of it has no witnessed twin"
+                    break
+                todo.append((fn, cn))
+            if entry.why is not None:
+                continue
+            module.__dict__[_clover_report.WITNESS] = entry.seen.add
+            for fn, cn in todo:
+                fn.__code__ = cn
+            entry.watched = watched
+            if self.cov is not None:
+                for f, lines in self.cov._collector.data.items():
+                    if self.real(f) == path:
+                        for x in lines:
+                            # Lines, or arcs (pairs of lines, negative at a code's edges).
+                            for n in x if isinstance(x, tuple) else (x,):
+                                if n > 0:
+                                    entry.seen.add(n)
+        if later:
+            sys.meta_path.insert(0, _clover_report._witness_finder(later))
 
     def preload(self):
         """Imports the packages a mutant batch's worker was made for (`setup["preload"]`:
@@ -1130,6 +1212,8 @@ class Zygote:
                     return 0
         for fn, code in patches:
             fn.__code__ = code
+        if req.get("witness"):
+            self.witness(req["witness"])
         out_r, out_fd = os.pipe()
         err_r, err_fd = os.pipe()
         # The report channel: only the runner writes to it, only C reads it (up to the cap

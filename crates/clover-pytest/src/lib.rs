@@ -36,6 +36,7 @@
 //!     cov_sources: vec!["src/pkg".into()],
 //!     cov_only: None,
 //!     cov_contexts: false,
+//!     witness: Vec::new(),
 //!     env: Vec::new(),
 //!     limits: Limits { wall: Duration::from_secs(30), memory_bytes: 512 << 20, ..Limits::default() },
 //! };

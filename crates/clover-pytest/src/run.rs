@@ -89,6 +89,11 @@ pub struct PytestRun {
     pub cov_only: Option<Vec<String>>,
     /// Record per-test contexts (`--cov-context=test`).
     pub cov_contexts: bool,
+    /// Files (relative to the repository) whose function bodies the run witnesses: each of
+    /// their statements, as it runs, is noted apart from coverage.py, and a run whose
+    /// coverage claims a line the witness never saw run is forged ([`check_witness`]). The
+    /// files the scoring reads (`cov_only`); none turns the defence off.
+    pub witness: Vec<String>,
     pub env: Vec<(OsString, OsString)>,
     pub limits: Limits,
 }
@@ -213,6 +218,10 @@ impl PytestRun {
         env.extend(self.env.iter().filter(|(k, _)| k != "PYTHONPATH").cloned());
         env.push(("PYTHONPATH".into(), python_path));
         env.push(("CLOVER_REPORTS".into(), reports().join(":").into()));
+        // One per line: a path may hold any other character.
+        if !self.witness.is_empty() {
+            env.push(("CLOVER_WITNESS".into(), self.witness.join("\n").into()));
+        }
         spec.env = env;
         spec
     }
@@ -273,6 +282,7 @@ impl PytestRun {
             save_coverage: false,
             coverage_lines: (!self.cov_sources.is_empty()).then_some(cov_out.as_str()),
             only: self.cov_only.as_deref(),
+            witness: &self.witness,
             targets: &self.targets,
             files: &self.files,
             writable: &writable,
@@ -336,6 +346,7 @@ impl PytestRun {
             save_coverage: false,
             coverage_lines: None,
             only: None,
+            witness: &[],
             targets: &self.targets,
             files: &self.files,
             writable: &writable,
@@ -388,8 +399,10 @@ impl PytestRun {
         // vouches for it; a limit or a signal already decided the verdict. A report it does not
         // vouch for is forged, and nothing of it outlives the verdict: no test, no line.
         if let (None, ExitStatus::Code(code), Some(cases)) = (run.limit_hit, run.exit, &tests) {
-            let checked = session_record(run.channel.as_ref())
-                .and_then(|record| check_session(code, &run.files, cases, record));
+            let checked = session_record(run.channel.as_ref()).and_then(|record| {
+                check_session(code, &run.files, cases, record)?;
+                check_witness(record, &coverage)
+            });
             if let Err(problem) = checked {
                 outcome = Outcome::Forged;
                 message = Some(problem);
@@ -525,6 +538,11 @@ pub fn check_session(
         })
     };
     let number = |key: &str| field(key).and_then(|v| v.parse::<i64>().ok());
+    if let Some(what) = field("tampered") {
+        return Err(format!(
+            "the run changed pytest's own machinery, through which verdicts travel: {what}"
+        ));
+    }
     let Some(status) = number("exitstatus") else {
         return Err("the session record is unreadable".into());
     };
@@ -593,6 +611,63 @@ pub fn check_session(
         Some(n) => Err(format!("{n} tests started and never finished")),
         None => Err("the session record is unreadable".into()),
     }
+}
+
+/// Whether the lines a run's coverage claims of each witnessed file ran, by the session
+/// record's witness of it (`witness SEEN WATCHED PATH`, each a list of lines and ranges, `-`
+/// for none): a watched line the coverage claims and the witness never saw was put into
+/// coverage.py's data, not run. A file the record says was not witnessed
+/// (`unwitnessed PATH: why`) is not checked.
+pub fn check_witness(record: Option<&[u8]>, coverage: &[FileCoverage]) -> Result<(), String> {
+    let Some(record) = record.map(String::from_utf8_lossy) else {
+        return Ok(());
+    };
+    let lines = |text: &str| -> Option<std::collections::BTreeSet<u32>> {
+        let mut out = std::collections::BTreeSet::new();
+        if text == "-" {
+            return Some(out);
+        }
+        for part in text.split(',') {
+            let (a, b) = part.split_once('-').unwrap_or((part, part));
+            let (a, b) = (a.parse::<u32>().ok()?, b.parse::<u32>().ok()?);
+            out.extend(a..=b);
+        }
+        Some(out)
+    };
+    for l in record.lines() {
+        let Some(rest) = l.strip_prefix("witness ") else {
+            continue;
+        };
+        let mut parts = rest.splitn(3, ' ');
+        let (Some(seen), Some(watched), Some(path)) = (parts.next(), parts.next(), parts.next())
+        else {
+            return Err("the session record's witness is unreadable".into());
+        };
+        let (Some(seen), Some(watched)) = (lines(seen), lines(watched)) else {
+            return Err("the session record's witness is unreadable".into());
+        };
+        let Some(file) = coverage.iter().find(|f| f.path == path) else {
+            continue;
+        };
+        let unseen: Vec<u32> = file
+            .lines
+            .ranges()
+            .iter()
+            .flat_map(|[a, b]| *a..=*b)
+            .filter(|n| watched.contains(n) && !seen.contains(n))
+            .collect();
+        if !unseen.is_empty() {
+            let shown: Vec<String> = unseen.iter().take(10).map(u32::to_string).collect();
+            return Err(format!(
+                "the coverage of {path} claims {} line(s) that never ran (line {}{}): the run's \
+                 own witness of its functions saw none of them",
+                unseen.len(),
+                shown.join(", "),
+                if unseen.len() > 10 { ", …" } else { "" }
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// SHA-256 (FIPS 180-4) in lowercase hex: the plugin hashes the report with Python's

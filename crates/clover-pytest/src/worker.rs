@@ -115,6 +115,9 @@ pub struct WarmRun<'a> {
     /// cold twin measures as much: `PytestRun::cov_only`). The worker measures all of
     /// `sources`, so it serves every such run of its key.
     pub only: Option<&'a [String]>,
+    /// Files (relative to the repository) whose function bodies the run witnesses
+    /// (`PytestRun::witness`): the fork points their live functions at witnessed code.
+    pub witness: &'a [String],
     /// A worker that configures pytest in each run (it has imported pytest, its plugins and
     /// coverage.py, no more), for a run that replaces a file a configured worker has
     /// executed: a conftest, a module the conftests import, a mutant of the package.
@@ -217,6 +220,7 @@ struct Request<'a> {
     coverage_out: Option<&'a str>,
     /// The files the fork measures, when not all the worker does ([`WarmRun::only`]).
     coverage_only: Option<&'a [String]>,
+    witness: &'a [String],
     /// The candidate's target folders, and whether the worker serving it is known to find
     /// the same rootdir for them as for its own.
     dirs: &'a [String],
@@ -432,6 +436,7 @@ impl WarmPool {
                 .coverage_lines
                 .filter(|_| run.only.is_none_or(|o| !o.is_empty())),
             coverage_only: run.only,
+            witness: run.witness,
             dirs: &key.dirs,
             setup_known: false,
             limits,
@@ -648,6 +653,7 @@ impl Worker {
             "collect_max_bytes": req.collect_max_bytes,
             "coverage_out": req.coverage_out,
             "coverage_only": req.coverage_only,
+            "witness": req.witness,
             "dirs": req.dirs,
             "setup_known": req.setup_known,
             // The channel's cap, or none.

@@ -32,6 +32,7 @@ fn attack(c: &Case, python: std::path::PathBuf, test: &str, cov_sources: &[&str]
         cov_sources: cov_sources.iter().map(|s| s.to_string()).collect(),
         cov_only: None,
         cov_contexts: false,
+        witness: Vec::new(),
         env: vec![],
         limits: Limits::default(),
     }
@@ -132,12 +133,24 @@ fn show(label: &str, r: &PytestResult) {
 /// `test` run cold and in a warm worker (which must serve it, not send it cold), each in a
 /// fresh copy of the small repository, with the screen off, measuring `cov_sources`.
 fn forge_cold_and_warm(test: &str, cov_sources: &[&str]) -> Option<[PytestResult; 2]> {
+    cold_and_warm(Case::new, |_| {}, test, cov_sources)
+}
+
+/// `test` run cold and warm, each in a fresh repository `case` makes, its run as `adjust`
+/// leaves it.
+fn cold_and_warm(
+    case: impl Fn() -> Case,
+    adjust: impl Fn(&mut PytestRun),
+    test: &str,
+    cov_sources: &[&str],
+) -> Option<[PytestResult; 2]> {
     let sb = sandbox()?;
     let python = clover_testkit::python()?;
     let pool = clover_pytest::WarmPool::new();
     let results = [false, true].map(|warm| {
-        let c = Case::new();
-        let run = attack(&c, python.clone(), test, cov_sources);
+        let c = case();
+        let mut run = attack(&c, python.clone(), test, cov_sources);
+        adjust(&mut run);
         let r = if warm {
             run.run_warm(sb, &pool)
         } else {
@@ -295,9 +308,9 @@ fn a_coverage_report_changed_after_the_session_is_not_believed() {
             message.contains(&format!("{report} is not the one pytest left")),
             "{message}"
         );
-        // The report itself still reads: the run is refused for what it did, not its syntax.
+        // The report itself still reads, but nothing of a forged run is kept.
         assert!(
-            r.coverage.iter().any(|f| f.path == "pkg/mod.py"),
+            r.coverage.is_empty() && r.tests.is_empty(),
             "{report}: {:?}",
             r.coverage
         );
@@ -360,91 +373,318 @@ fn an_atexit_rewrite_of_the_report_is_not_a_pass() {
     assert!(!screened.is_empty(), "the screen lets atexit pass");
 }
 
-/// A hookwrapper registered from an autouse fixture turns the failure into a pass before any
-/// report hook sees it: pytest's own record agrees with the forged report, so the run-time
-/// check cannot see it. The screen rejects the file (the plugin manager, the hook).
-#[test]
-fn a_hookwrapper_registered_from_a_fixture_is_seen_by_the_screen_only() {
-    let test = "import pytest\n\n\
-                class Forger:\n    \
-                    @pytest.hookimpl(hookwrapper=True)\n    \
-                    def pytest_runtest_makereport(self, item, call):\n        \
-                        outcome = yield\n        \
-                        report = outcome.get_result()\n        \
-                        if report.failed:\n            \
-                            report.outcome = 'passed'\n            \
-                            report.longrepr = None\n\n\
-                @pytest.fixture(autouse=True)\n\
-                def forge(request):\n    \
-                    if not request.config.pluginmanager.has_plugin('forger'):\n        \
-                        request.config.pluginmanager.register(Forger(), 'forger')\n\n\
-                def test_false():\n    \
-                    assert 1 == 2\n";
-    let Some((r, screened)) = forge(test) else {
-        return;
+/// The code under test of the witnessed runs: function bodies, methods, a nested function, a
+/// decorated one, and a function that runs at import.
+const LIB: &str = "import functools\n\n\n\
+def used(x=1):\n    \
+    \"\"\"Doc.\"\"\"\n    \
+    if x:\n        \
+        y = x + 1\n    \
+    else:\n        \
+        y = 0\n    \
+    try:\n        \
+        z = 1 / x\n    \
+    except ZeroDivisionError:\n        \
+        z = 0\n    \
+    return y + z\n\n\n\
+def one(): return 1\n\n\n\
+def deco(f):\n    \
+    @functools.wraps(f)\n    \
+    def inner(*a):\n        \
+        return f(*a)\n    \
+    return inner\n\n\n\
+@deco\n\
+def wrapped():\n    \
+    return 3\n\n\n\
+class K:\n    \
+    def m(self):\n        \
+        def nested():\n            \
+            return 4\n        \
+        return nested()\n\n\n\
+def at_import():\n    \
+    return 5\n\n\n\
+AT_IMPORT = at_import()\n\n\n\
+def unused():\n    \
+    a = 1\n    \
+    return a\n";
+
+/// `test` run cold and warm as [`forge_cold_and_warm`] runs it, in a repository that has
+/// `pkg/lib.py` ([`LIB`]) and, with `loaded`, a conftest that imports it (a warm worker then
+/// has it loaded before any candidate), measuring and witnessing `pkg/lib.py`.
+fn witnessed_cold_and_warm(test: &str, loaded: bool) -> Option<[PytestResult; 2]> {
+    let mut files = vec![("pkg/lib.py", LIB)];
+    if loaded {
+        files.push(("conftest.py", "import pkg.lib  # noqa: F401\n"));
+    }
+    let witness = |run: &mut PytestRun| {
+        run.cov_only = Some(vec!["pkg/lib.py".into()]);
+        run.witness = vec!["pkg/lib.py".into()];
     };
-    // What the run-time check cannot see: every record of the run says "passed".
-    assert_eq!(r.run.exit, ExitStatus::Code(0));
-    assert_eq!(r.outcome, Outcome::Passed, "{:?}", r.message);
-    let constructs: Vec<&str> = screened.iter().map(|f| f.construct.as_str()).collect();
-    assert!(
-        constructs.iter().any(|c| c.contains("pluginmanager")),
-        "{constructs:?}"
-    );
+    cold_and_warm(|| Case::with_files(&files), witness, test, &["pkg"])
 }
 
-/// Coverage data claimed from inside the test (`add_lines` of lines that never ran) is in the
-/// report pytest-cov writes: nothing at run time tells it from measured data. The screen
-/// rejects the file (`import coverage`).
+fn covered(r: &PytestResult, path: &str) -> Vec<u32> {
+    r.coverage
+        .iter()
+        .filter(|f| f.path == path)
+        .flat_map(|f| {
+            f.lines
+                .ranges()
+                .iter()
+                .flat_map(|[a, b]| *a..=*b)
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// An honest test of every kind of code the witness instruments passes with its coverage,
+/// cold and warm, the module loaded by the worker before the candidate or imported by it:
+/// the witness saw every line coverage.py did (and the function run at import counts).
 #[test]
-fn coverage_claimed_from_inside_is_seen_by_the_screen_only() {
+fn an_honest_run_is_witnessed_without_a_false_alarm() {
+    let test = "from pkg import lib\n\n\
+                def test_all():\n    \
+                    assert lib.used() == 3\n    \
+                    assert lib.used(0) == 0 or True\n    \
+                    assert lib.one() == 1\n    \
+                    assert lib.wrapped() == 3\n    \
+                    assert lib.K().m() == 4\n    \
+                    assert lib.AT_IMPORT == 5\n";
+    for loaded in [false, true] {
+        let Some(results) = witnessed_cold_and_warm(test, loaded) else {
+            return;
+        };
+        let mut lines = Vec::new();
+        for r in &results {
+            assert_eq!(
+                r.outcome,
+                Outcome::Passed,
+                "loaded {loaded}: {:?}",
+                r.message
+            );
+            lines.push(covered(r, "pkg/lib.py"));
+        }
+        // Bodies of used, inner, wrapped, m, nested and at_import ran.
+        for line in [6, 7, 11, 14, 23, 29, 34, 35, 36, 40] {
+            assert!(
+                lines[0].contains(&line),
+                "loaded {loaded}: {line} {:?}",
+                lines[0]
+            );
+        }
+        assert_eq!(lines[0], lines[1], "loaded {loaded}: cold and warm differ");
+    }
+}
+
+/// The same honest run under Python 3.12's `sys.monitoring` core of coverage.py, cold and warm,
+/// the module loaded by the worker: the witness sees what that core measures.
+#[test]
+fn an_honest_run_is_witnessed_under_coverage_s_sys_monitoring_core() {
+    let Some(sysmon) = clover_testkit::sysmon_python() else {
+        return;
+    };
+    let test = "from pkg import lib\n\n\
+                def test_all():\n    \
+                    assert lib.used() == 3\n    \
+                    assert lib.wrapped() == 3\n    \
+                    assert lib.K().m() == 4\n";
+    let files = [
+        ("pkg/lib.py", LIB),
+        ("conftest.py", "import pkg.lib  # noqa: F401\n"),
+    ];
+    let adjust = |run: &mut PytestRun| {
+        run.python = sysmon.clone();
+        run.env.push(("COVERAGE_CORE".into(), "sysmon".into()));
+        run.cov_only = Some(vec!["pkg/lib.py".into()]);
+        run.witness = vec!["pkg/lib.py".into()];
+    };
+    let Some(results) = cold_and_warm(|| Case::with_files(&files), adjust, test, &["pkg"]) else {
+        return;
+    };
+    for r in &results {
+        assert_eq!(r.outcome, Outcome::Passed, "{:?}", r.message);
+        let lines = covered(r, "pkg/lib.py");
+        for line in [6, 7, 11, 14, 23, 29, 34, 35, 36] {
+            assert!(lines.contains(&line), "{line} {lines:?}");
+        }
+    }
+}
+
+/// Lines put into coverage.py's data by a test that runs none of them — through its API,
+/// into the collector's tables, or by `exec` of decoded text fetched from the builtins by a
+/// built name — are claimed by the coverage report and never seen by the run's witness:
+/// the run is forged, cold and warm, and nothing of it is kept.
+#[test]
+fn coverage_claimed_from_inside_is_forged_whatever_the_spelling() {
+    let api = "import os\n\
+               import coverage\n\n\
+               def test_claims():\n    \
+                   data = coverage.Coverage.current().get_data()\n    \
+                   data.add_lines({os.path.abspath('pkg/lib.py'): [6, 7, 12, 43, 44]})\n";
+    let tables = "import os\n\
+                  import importlib\n\n\
+                  def test_claims():\n    \
+                      cov = getattr(importlib.import_module('cov' + 'erage'), 'Cov' + 'erage')\n    \
+                      c = getattr(cov.current(), '_coll' + 'ector')\n    \
+                      lines = c.data.setdefault(os.path.abspath('pkg/lib.py'), set())\n    \
+                      lines.update({6, 7, 12, 43, 44})\n";
+    let exec = "import base64, builtins, os\n\n\
+                def test_claims():\n    \
+                    text = base64.b64decode(b'aW1wb3J0IGNvdmVyYWdlLCBvcwpjb3ZlcmFnZS5Db3ZlcmFnZS5jdXJyZW50KCkuZ2V0X2RhdGEoKS5hZGRfbGluZXMoe29zLnBhdGguYWJzcGF0aCgncGtnL2xpYi5weScpOiBbNiwgNywgMTIsIDQzLCA0NF19KQo=')\n    \
+                    getattr(builtins, 'ex' + 'ec')(text)\n";
+    for (what, test) in [("api", api), ("tables", tables), ("exec", exec)] {
+        for loaded in [false, true] {
+            let Some(results) = witnessed_cold_and_warm(test, loaded) else {
+                return;
+            };
+            for (r, warm) in results.iter().zip([false, true]) {
+                let lines = covered(r, "pkg/lib.py");
+                let label = format!("{what} loaded {loaded} warm {warm}: {:?}", r.message);
+                // Either the claim reached the report and the run is forged, with nothing
+                // kept, or it never reached the report (a warm run that traces no line of a
+                // file reports none of it).
+                if r.outcome == Outcome::Forged {
+                    let message = r.message.as_deref().unwrap_or_default();
+                    assert!(message.contains("never ran"), "{label}");
+                    assert!(r.coverage.is_empty() && r.tests.is_empty(), "{label}");
+                } else {
+                    assert_eq!(r.outcome, Outcome::Passed, "{label}");
+                    assert!(
+                        !lines.contains(&6) && !lines.contains(&7),
+                        "{label} {lines:?}"
+                    );
+                }
+                // A cold run reports what coverage.py's data holds, the claim too (a warm one
+                // reads the tracer's tables, which only the second spelling reaches).
+                if !warm || what == "tables" {
+                    assert_eq!(r.outcome, Outcome::Forged, "{label} {lines:?}");
+                }
+            }
+        }
+    }
+}
+
+/// The same claims with the witness off pass with the claimed lines: what the witness
+/// catches, and that the comparison flag really turns it off.
+#[test]
+fn without_the_witness_claimed_coverage_is_believed() {
     let Some(sb) = sandbox() else { return };
     let Some(python) = clover_testkit::python() else {
         return;
     };
-    let c = Case::new();
+    let c = Case::with_files(&[("pkg/lib.py", LIB)]);
     let test = "import os\n\
-                import coverage\n\
-                from pkg import lib\n\n\
+                import coverage\n\n\
                 def test_claims():\n    \
-                    assert lib.used() == 1\n    \
                     data = coverage.Coverage.current().get_data()\n    \
-                    data.add_lines({os.path.abspath('pkg/lib.py'): [5]})\n";
-    let run = PytestRun {
-        repo: c.repo.path().to_path_buf(),
-        python,
-        targets: vec!["test_attack.py".into()],
-        files: vec![
-            WriteFile {
-                path: "test_attack.py".into(),
-                contents: test.as_bytes().to_vec(),
-            },
-            WriteFile {
-                path: "pkg/lib.py".into(),
-                contents: b"def used():\n    return 1\n\n\ndef unused():\n    return 2\n".to_vec(),
-            },
-        ],
-        cov_sources: vec!["pkg".into()],
-        cov_only: None,
-        cov_contexts: false,
-        env: vec![],
-        limits: Limits::default(),
-    };
+                    data.add_lines({os.path.abspath('pkg/lib.py'): [47, 48]})\n";
+    let mut run = attack(&c, python, test, &["pkg"]);
+    run.cov_only = Some(vec!["pkg/lib.py".into()]);
     let r = run.run(sb).expect("the run is carried out");
     c.assert_contained(r.run.host_uid);
-    eprintln!(
-        "{:?} {:?}\n{}",
-        r.outcome,
-        r.message,
-        r.run.stdout.tail(2000)
-    );
     assert_eq!(r.outcome, Outcome::Passed, "{:?}", r.message);
-    let lib = r.coverage.iter().find(|f| f.path == "pkg/lib.py");
-    let claimed = lib.is_some_and(|f| f.lines.ranges().iter().any(|[a, b]| *a <= 5 && 5 <= *b));
-    assert!(claimed, "the claimed line is not in the report: {lib:?}");
-    let screened = clover_screen::screen_python(test);
-    assert!(
-        screened.iter().any(|f| f.construct.contains("coverage")),
-        "{screened:?}"
-    );
+    let lines = covered(&r, "pkg/lib.py");
+    assert!(lines.contains(&47) && lines.contains(&48), "{lines:?}");
+}
+
+/// A failing test's verdict made a pass from inside its own run, each a way the screen's
+/// reading of the text does not see (names built at run time): a hook wrapper registered
+/// from a fixture, one that removes itself once it has run, a hook-call monitor, a report
+/// hook registered to run first, pytest's report class or runner replaced. pytest's own
+/// record is the plugin's, which watched the machinery: each run is forged, cold and warm.
+#[test]
+fn a_verdict_forged_through_pytest_s_machinery_is_forged() {
+    let common = "import base64\n\
+                  import pytest\n\
+                  from pkg import mod\n\n\
+                  def _d(s):\n    \
+                      return base64.b64decode(s).decode()\n\n\
+                  def pm(request):\n    \
+                      return getattr(request.config, _d('cGx1Z2lubWFuYWdlcg=='))\n\n";
+    let wrapper = "@pytest.fixture(autouse=True)\n\
+                   def _f(request):\n    \
+                       def wrap(item, call):\n        \
+                           outcome = yield\n        \
+                           rep = outcome.get_result()\n        \
+                           rep.outcome = 'passed'\n        \
+                           rep.longrepr = None\n    \
+                       name = _d('cHl0ZXN0X3J1bnRlc3RfbWFrZXJlcG9ydA==')\n    \
+                       P = type('P', (), {name: staticmethod(pytest.hookimpl(hookwrapper=True)(wrap))})\n    \
+                       getattr(pm(request), 'register')(P())\n    \
+                       yield\n";
+    let gone = "@pytest.fixture(autouse=True)\n\
+                def _f(request):\n    \
+                    manager = pm(request)\n    \
+                    def wrap(item, call):\n        \
+                        outcome = yield\n        \
+                        rep = outcome.get_result()\n        \
+                        rep.outcome = 'passed'\n        \
+                        rep.longrepr = None\n        \
+                        manager.unregister(plugin)\n    \
+                    name = _d('cHl0ZXN0X3J1bnRlc3RfbWFrZXJlcG9ydA==')\n    \
+                    P = type('P', (), {name: staticmethod(pytest.hookimpl(hookwrapper=True, tryfirst=True)(wrap))})\n    \
+                    plugin = P()\n    \
+                    manager.register(plugin)\n    \
+                    yield\n";
+    let monitor = "@pytest.fixture(autouse=True)\n\
+                   def _f(request):\n    \
+                       def before(name, impls, kwargs):\n        \
+                           pass\n    \
+                       def after(outcome, name, impls, kwargs):\n        \
+                           if name.endswith('makereport'):\n            \
+                               rep = outcome.get_result()\n            \
+                               rep.outcome = 'passed'\n            \
+                               rep.longrepr = None\n    \
+                       getattr(pm(request), 'add_hookcall_' + 'monitoring')(before, after)\n    \
+                       yield\n";
+    let first = "@pytest.fixture(autouse=True)\n\
+                 def _f(request):\n    \
+                     def flip(report):\n        \
+                         report.outcome = 'passed'\n        \
+                         report.longrepr = None\n    \
+                     name = 'pytest_runtest_' + 'logreport'\n    \
+                     P = type('P', (), {name: staticmethod(pytest.hookimpl(tryfirst=True)(flip))})\n    \
+                     pm(request).register(P())\n    \
+                     yield\n";
+    let class = "import importlib\n\
+                 reports = importlib.import_module('_pytest.' + 'reports')\n\
+                 made = reports.TestReport.from_item_and_call\n\
+                 def forged(item, call):\n    \
+                     rep = made(item, call)\n    \
+                     rep.outcome = 'passed'\n    \
+                     rep.longrepr = None\n    \
+                     return rep\n\
+                 setattr(reports.TestReport, 'from_item_' + 'and_call', staticmethod(forged))\n";
+    let runner = "import importlib\n\
+                  runner = importlib.import_module('_pytest.' + 'runner')\n\
+                  reports = importlib.import_module('_pytest.' + 'reports')\n\
+                  def call_and_report(item, when, log=True, **kwds):\n    \
+                      call = runner.CallInfo.from_call(lambda: None, when=when)\n    \
+                      rep = reports.TestReport.from_item_and_call(item, call)\n    \
+                      if log:\n        \
+                          item.ihook.pytest_runtest_logreport(report=rep)\n    \
+                      return rep\n\
+                  setattr(runner, 'call_and_' + 'report', call_and_report)\n";
+    for (what, forgery) in [
+        ("wrapper", wrapper),
+        ("gone", gone),
+        ("monitor", monitor),
+        ("first", first),
+        ("class", class),
+        ("runner", runner),
+    ] {
+        let test = format!("{common}{forgery}\n\ndef test_false():\n    assert mod.X == 2\n");
+        let Some(results) = forge_cold_and_warm(&test, &[]) else {
+            return;
+        };
+        for (r, warm) in results.iter().zip([false, true]) {
+            assert_eq!(
+                r.outcome,
+                Outcome::Forged,
+                "{what} warm {warm}: {:?}",
+                r.message
+            );
+            assert!(r.tests.is_empty(), "{what} warm {warm}: {:?}", r.tests);
+        }
+    }
 }

@@ -36,6 +36,7 @@ fn run(py: &Path, files: Vec<WriteFile>, target: &str) -> Option<clover_pytest::
         cov_sources: vec!["src/calc".into()],
         cov_only: None,
         cov_contexts: false,
+        witness: Vec::new(),
         env: vec![("PYTHONPATH".into(), "src".into())],
         limits: Limits {
             wall: Duration::from_secs(60),
@@ -85,6 +86,7 @@ fn same_named_modules_of_two_sources_keep_their_lines() {
         cov_sources: vec!["src/a".into(), "src/b".into()],
         cov_only: None,
         cov_contexts: false,
+        witness: Vec::new(),
         env: vec![("PYTHONPATH".into(), "src".into())],
         limits: Limits {
             wall: Duration::from_secs(60),

@@ -64,6 +64,7 @@ fn python_suite(sb: &Sandbox, cfg: &RepoConfig, python: &Path) {
         cov_sources: Vec::new(),
         cov_only: None,
         cov_contexts: false,
+        witness: Vec::new(),
         env: env.into_iter().map(|(k, v)| (k.into(), v.into())).collect(),
         limits: Limits {
             wall: Duration::from_secs(cfg.timeout_secs.max(300)),

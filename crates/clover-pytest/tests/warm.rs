@@ -33,6 +33,7 @@ fn candidate(py: &std::path::Path, path: &str, text: &str) -> PytestRun {
         cov_sources: vec!["src/ledger".into()],
         cov_only: None,
         cov_contexts: false,
+        witness: Vec::new(),
         env: vec![],
         limits: Limits {
             wall: Duration::from_secs(60),
@@ -570,6 +571,7 @@ fn a_changed_body_is_patched_into_the_fork_and_code_that_ran_at_import_is_not() 
         cov_sources: vec![],
         cov_only: None,
         cov_contexts: false,
+        witness: Vec::new(),
         env: vec![],
         limits: Limits {
             wall: Duration::from_secs(60),
@@ -660,6 +662,7 @@ fn batch_candidate(
         cov_sources: cov_sources.iter().map(|s| s.to_string()).collect(),
         cov_only: None,
         cov_contexts: false,
+        witness: Vec::new(),
         env: vec![],
         limits: Limits {
             wall: Duration::from_secs(60),

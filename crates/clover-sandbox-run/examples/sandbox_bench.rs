@@ -127,6 +127,7 @@ fn pytest(n: usize, repo: &Path, python: &Path, test_file: &str, src: &str) {
         cov_sources: vec![src.into()],
         cov_only: None,
         cov_contexts: false,
+        witness: Vec::new(),
         env: Vec::new(),
         limits: Limits::default(),
     };
@@ -199,6 +200,7 @@ fn warm(n: usize, repo: &Path, python: &Path, test_file: &str, src: &str) {
         cov_sources: vec![src.into()],
         cov_only: None,
         cov_contexts: false,
+        witness: Vec::new(),
         env: Vec::new(),
         limits: Limits::default(),
     };

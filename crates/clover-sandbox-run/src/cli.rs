@@ -79,6 +79,18 @@ pub struct Cli {
     /// from the plain one, earns no kill and gets outcome `forged`. `off` is for comparison.
     #[arg(long, value_name = "on|off", default_value = "on", value_parser = ["on", "off"])]
     pub equivalent_mutant: String,
+    /// A Python run's witness of the code its scoring reads: every statement of those files'
+    /// function bodies notes that it ran, apart from coverage.py, and a run whose coverage
+    /// claims a line that never ran gets outcome `forged` (docs/THREAT-MODEL.md). `off` is
+    /// for comparison.
+    #[arg(long, value_name = "on|off", default_value = "on", value_parser = ["on", "off"])]
+    pub witness: String,
+    /// clover's pytest plugin watches pytest's own machinery during a Python run: a hook
+    /// implementation registered by the run, a function or class a verdict travels through
+    /// replaced, or a call that raised reported passed gets outcome `forged`. `off` is for
+    /// comparison.
+    #[arg(long, value_name = "on|off", default_value = "on", value_parser = ["on", "off"])]
+    pub machinery_watch: String,
 }
 
 /// `--cpus`: a number of cores, 0 or more.

@@ -96,6 +96,10 @@ pub struct ResponseRunner<'a> {
     /// Run an equivalent mutant among a Python candidate's mutants
     /// ([`ResponseRunner::with_equivalent_mutant`]).
     equivalent_mutant: bool,
+    /// Witness the files a Python run's scoring reads ([`ResponseRunner::with_witness`]).
+    witness: bool,
+    /// Watch pytest's machinery ([`ResponseRunner::with_machinery_watch`]).
+    machinery_watch: bool,
 }
 
 /// What decides a run's result.
@@ -202,6 +206,8 @@ impl<'a> ResponseRunner<'a> {
             reused: AtomicU64::new(0),
             mutants: None,
             equivalent_mutant: true,
+            witness: true,
+            machinery_watch: true,
         })
     }
 
@@ -235,6 +241,21 @@ impl<'a> ResponseRunner<'a> {
     /// a candidate that kills it earns no kill and is `forged`. `false` is for comparison.
     pub fn with_equivalent_mutant(mut self, on: bool) -> Self {
         self.equivalent_mutant = on;
+        self
+    }
+
+    /// Witnesses the files each Python run's scoring reads (`true`, the default): a run whose
+    /// coverage claims a line of them that never ran is `forged` (`PytestRun::witness`).
+    /// `false` is for comparison.
+    pub fn with_witness(mut self, on: bool) -> Self {
+        self.witness = on;
+        self
+    }
+
+    /// Has clover's pytest plugin watch pytest's own machinery in each Python run (`true`,
+    /// the default): a run that changed it is `forged`. `false` is for comparison.
+    pub fn with_machinery_watch(mut self, on: bool) -> Self {
+        self.machinery_watch = on;
         self
     }
 
@@ -594,9 +615,20 @@ impl<'a> ResponseRunner<'a> {
                         .iter()
                         .map(|d| d.to_string_lossy().into_owned())
                         .collect(),
+                    witness: match self.witness {
+                        true => measured.clone().unwrap_or_default(),
+                        false => Vec::new(),
+                    },
                     cov_only: measured,
                     cov_contexts: false,
-                    env: cfg.env.iter().map(|(k, v)| (k.into(), v.into())).collect(),
+                    env: cfg
+                        .env
+                        .iter()
+                        .map(|(k, v)| (k.into(), v.into()))
+                        .chain(
+                            (!self.machinery_watch).then(|| ("CLOVER_WATCH".into(), "off".into())),
+                        )
+                        .collect(),
                     limits,
                 };
                 invocation.measure_with_sysmon(&tools);

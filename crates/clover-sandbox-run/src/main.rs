@@ -54,6 +54,8 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         .with_screen(cli.screen == "on")
         .with_report_record(cli.report_record == "on")
         .with_equivalent_mutant(cli.equivalent_mutant == "on")
+        .with_witness(cli.witness == "on")
+        .with_machinery_watch(cli.machinery_watch == "on")
         .with_cold(cli.cold);
     if let Some(path) = &cli.mutation {
         runner = runner.with_mutation(Sidecar::read(path).map_err(Usage::from_error)?);
@@ -202,6 +204,7 @@ fn direct(cli: Cli) -> anyhow::Result<()> {
         cov_sources,
         cov_only: None,
         cov_contexts: false,
+        witness: Vec::new(),
         env: Vec::new(),
         limits,
     };

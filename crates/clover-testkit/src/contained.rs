@@ -17,7 +17,17 @@ pub struct Case {
 impl Case {
     /// A fresh repository with `pkg/mod.py`, `file.txt` and `link.py -> pkg/mod.py`.
     pub fn new() -> Case {
+        Case::with_files(&[])
+    }
+
+    /// The same repository with `files` (path from the repository, text) besides.
+    pub fn with_files(files: &[(&str, &str)]) -> Case {
         let repo = make_repo();
+        for (path, text) in files {
+            let path = repo.path().join(path);
+            std::fs::create_dir_all(path.parent().expect("a folder")).unwrap();
+            std::fs::write(path, text).unwrap();
+        }
         let hash = tree_hash(repo.path());
         Case { repo, hash }
     }
