@@ -381,7 +381,7 @@ fn api_errors_are_a_column_of_their_own() {
     assert_eq!(code, 0);
     assert!(
         table.contains("| no_code_rate | rejected_rate | forged_rate | error_rate |")
-            && table.contains("| m | po | * | 4 | 100.0 | 100.0 | 0.0 | 0.0 | 75.0 |")
+            && table.contains("| m | po | * | 4 | 100.0 | 100.0 | 0.0 | 0.0 | 0.0 | 75.0 |")
             && table.contains("every other rate leaves those out of its denominator"),
         "{table}"
     );
@@ -1256,7 +1256,7 @@ fn intervals_in_the_table_and_the_json() {
     let (table, _, _) = score(&[&oracle, &baseline]);
     assert!(table.contains("| success_rate 95% CI |"), "{table}");
     assert!(
-        table.contains("| oracle | po | * | 2 | 100.0 | 50.0 | 0.0 | 0.0 | 0.0 | 0.0–100.0 |"),
+        table.contains("| oracle | po | * | 2 | 100.0 | 50.0 | 0.0 | 0.0 | 0.0 | 0.0 | 0.0–100.0 |"),
         "{table}"
     );
     assert!(
