@@ -155,6 +155,13 @@ impl PytestRun {
         argv.extend(self.targets.iter().map(OsString::from));
         let mut spec = self.base_spec(argv, self.measured_files());
         spec.files.extend(self.files.iter().cloned());
+        // The witnessed files, one a line (a path may hold any other character): a cold run's
+        // plugin reads them; a warm worker is told them per request instead, so that one
+        // worker serves every set of them.
+        if !self.witness.is_empty() {
+            spec.env
+                .push(("CLOVER_WITNESS".into(), self.witness.join("\n").into()));
+        }
         spec.collect = vec![junit.into(), cov.into()];
         spec
     }
@@ -218,10 +225,6 @@ impl PytestRun {
         env.extend(self.env.iter().filter(|(k, _)| k != "PYTHONPATH").cloned());
         env.push(("PYTHONPATH".into(), python_path));
         env.push(("CLOVER_REPORTS".into(), reports().join(":").into()));
-        // One per line: a path may hold any other character.
-        if !self.witness.is_empty() {
-            env.push(("CLOVER_WITNESS".into(), self.witness.join("\n").into()));
-        }
         spec.env = env;
         spec
     }

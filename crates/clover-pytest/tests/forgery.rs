@@ -476,6 +476,36 @@ fn an_honest_run_is_witnessed_without_a_false_alarm() {
     }
 }
 
+/// A run that brings its own version of a witnessed file (as a mutant's run does) runs that
+/// version, cold and warm (where the worker loaded the repository's and patches the run's
+/// in): the witness does not put the repository's code back.
+#[test]
+fn a_run_that_brings_its_own_version_of_a_witnessed_file_runs_it() {
+    let mutant = LIB.replace("    return y + z\n", "    return 99\n");
+    assert_ne!(mutant, LIB);
+    let test = "from pkg import lib\n\n\
+                def test_mutant():\n    \
+                    assert lib.used() == 99\n";
+    let files = [
+        ("pkg/lib.py", LIB),
+        ("conftest.py", "import pkg.lib  # noqa: F401\n"),
+    ];
+    let adjust = |run: &mut PytestRun| {
+        run.files.push(WriteFile {
+            path: "pkg/lib.py".into(),
+            contents: mutant.clone().into_bytes(),
+        });
+        run.cov_only = Some(vec!["pkg/lib.py".into()]);
+        run.witness = vec!["pkg/lib.py".into()];
+    };
+    let Some(results) = cold_and_warm(|| Case::with_files(&files), adjust, test, &["pkg"]) else {
+        return;
+    };
+    for r in &results {
+        assert_eq!(r.outcome, Outcome::Passed, "{:?}", r.message);
+    }
+}
+
 /// The same honest run under Python 3.12's `sys.monitoring` core of coverage.py, cold and warm,
 /// the module loaded by the worker: the witness sees what that core measures.
 #[test]

@@ -776,6 +776,8 @@ impl<'a> ResponseRunner<'a> {
             (None, Some(pool)) => PytestRun {
                 files: vec![candidate.clone()],
                 cov_sources: Vec::new(),
+                // A mutant's run reads no line: nothing to witness.
+                witness: Vec::new(),
                 ..original.clone()
             }
             .run_mutants_warm(self.sandbox, pool, &files, &limits),
@@ -791,6 +793,8 @@ impl<'a> ResponseRunner<'a> {
             let run = PytestRun {
                 files: vec![candidate.clone(), file],
                 cov_sources: Vec::new(),
+                // A mutant's run reads no line: nothing to witness.
+                witness: Vec::new(),
                 env: env.clone(),
                 limits: limits.clone(),
                 ..original.clone()

@@ -1256,7 +1256,8 @@ fn intervals_in_the_table_and_the_json() {
     let (table, _, _) = score(&[&oracle, &baseline]);
     assert!(table.contains("| success_rate 95% CI |"), "{table}");
     assert!(
-        table.contains("| oracle | po | * | 2 | 100.0 | 50.0 | 0.0 | 0.0 | 0.0 | 0.0 | 0.0–100.0 |"),
+        table
+            .contains("| oracle | po | * | 2 | 100.0 | 50.0 | 0.0 | 0.0 | 0.0 | 0.0 | 0.0–100.0 |"),
         "{table}"
     );
     assert!(
