@@ -7,6 +7,7 @@ mod examples;
 mod max_context;
 mod pack_data;
 mod pipeline;
+mod relative_paths;
 mod resume;
 mod shards;
 mod support;

@@ -19,7 +19,7 @@ pub struct Cli {
     pub repos: RepoArgs,
     /// The Python interpreter with pytest and pytest-cov (default: the manifest's, else
     /// $CLOVER_PYTHON, else python3)
-    #[arg(long, value_name = "PATH")]
+    #[arg(long, value_name = "PATH", value_parser = clover_protocol::resolved_path)]
     pub python: Option<PathBuf>,
     /// Runs of each ground truth; a problem whose outcome or lines change is flaky
     #[arg(long, default_value_t = 3)]
@@ -42,7 +42,7 @@ pub struct Cli {
     pub memory: Option<u64>,
     /// Write the kept/excluded summary as JSON here (default: OUTPUT.summary.json with -o); for
     /// C++ it also counts the test files this run compiled (`test_builds`)
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", value_parser = clover_protocol::resolved_path)]
     pub summary: Option<PathBuf>,
     /// Run each kept problem's ground truth against at most K mutants of its focal code (its
     /// targets' bodies and unique blocks; a C++ problem's focal source) and write the ones it
@@ -59,7 +59,7 @@ pub struct Cli {
     #[arg(long, value_name = "N", default_value_t = 0, requires = "mutants")]
     pub mutants_seed: u64,
     /// Write the mutants sidecar here (default: OUTPUT.mutants.jsonl with -o)
-    #[arg(long, value_name = "FILE", requires = "mutants")]
+    #[arg(long, value_name = "FILE", requires = "mutants", value_parser = clover_protocol::resolved_path)]
     pub mutants_out: Option<PathBuf>,
 }
 

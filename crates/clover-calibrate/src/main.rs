@@ -35,7 +35,11 @@ fn run(args: Cli) -> Result<u8> {
     let default_python = args
         .python
         .clone()
-        .or_else(|| std::env::var_os("CLOVER_PYTHON").map(PathBuf::from))
+        .or_else(|| {
+            // A relative path means what it means in the shell, as a flag's does.
+            let p = std::env::var("CLOVER_PYTHON").ok()?;
+            Some(clover_protocol::resolved_path(&p).unwrap_or(p.into()))
+        })
         .unwrap_or_else(|| PathBuf::from("/usr/bin/python3"));
     let jobs = args
         .jobs

@@ -15,10 +15,10 @@ use clover_manifest::RepoArgs;
 pub struct Cli {
     /// JSON Lines files of one record kind (problems, calibrated problems, instances,
     /// responses, run results, score rows or pack-context's --format sft examples)
-    #[arg(required = true, value_name = "FILE")]
+    #[arg(required = true, value_name = "FILE", value_parser = clover_protocol::resolved_path)]
     pub inputs: Vec<PathBuf>,
     /// The dataset folder to write; it must not exist or be empty
-    #[arg(long, short = 'o', value_name = "DIR")]
+    #[arg(long, short = 'o', value_name = "DIR", value_parser = clover_protocol::resolved_path)]
     pub out: PathBuf,
     /// The dataset's name in the card (default: the folder's name)
     #[arg(long)]

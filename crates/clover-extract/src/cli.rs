@@ -14,10 +14,10 @@ use clover_protocol::{OnError, Shard};
 pub struct Cli {
     /// The repository folder (its clover.toml is used when it has one; otherwise the layout
     /// is detected)
-    #[arg(long, value_name = "DIR", conflicts_with = "manifest")]
+    #[arg(long, value_name = "DIR", conflicts_with = "manifest", value_parser = clover_protocol::resolved_path)]
     pub repo: Option<PathBuf>,
     /// A manifest naming one or more repositories
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", value_parser = clover_protocol::resolved_path)]
     pub manifest: Option<PathBuf>,
     /// The repository to take from the manifest (default: all of them), or the name to give a
     /// detected repository
@@ -27,7 +27,7 @@ pub struct Cli {
     #[arg(long, value_enum)]
     pub language: Option<Lang>,
     /// Write records to FILE (through FILE.partial, renamed when done) instead of stdout
-    #[arg(short, long, value_name = "FILE")]
+    #[arg(short, long, value_name = "FILE", value_parser = clover_protocol::resolved_path)]
     pub output: Option<PathBuf>,
     /// Keep the problems already in the output file and skip their ids (needs -o)
     #[arg(long, requires = "output")]

@@ -570,10 +570,10 @@ fn normalize(path: &Path) -> PathBuf {
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct RepoArgs {
     /// The repository manifest naming the input's repositories
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", value_parser = clover_protocol::resolved_path)]
     pub manifest: Option<PathBuf>,
     /// A repository folder (its clover.toml is used when it has one); repeatable
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", value_parser = clover_protocol::resolved_path)]
     pub repo: Vec<PathBuf>,
 }
 

@@ -28,6 +28,7 @@
 
 mod chunks;
 mod diag;
+mod digest;
 mod jsonl;
 mod judge_only;
 mod lines;
@@ -39,6 +40,7 @@ mod wire;
 
 pub use chunks::{file_instance_id, ChunkOf, JOIN_APPEND};
 pub use diag::write_diag;
+pub use digest::sha256_hex;
 pub use jsonl::{
     is_special_file, partial_path, write_whole, Location, RecordError, RecordReader, RecordWriter,
     DEFAULT_MAX_LINE_BYTES,
@@ -56,4 +58,7 @@ pub use records::{
     SCHEMA_VERSION, SKIPPED_OVER_MAX_CONTEXT,
 };
 pub use shard::{fnv1a64, Shard, SplitMix64};
-pub use stage::{exit, finish_main, BadRecords, OnError, StageArgs, StageIo, Stopped, Usage};
+pub use stage::{
+    exit, finish_main, lexically_normal, resolved_path, BadRecords, OnError, StageArgs, StageIo,
+    Stopped, Usage,
+};

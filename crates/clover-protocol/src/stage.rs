@@ -36,14 +36,52 @@ pub enum OnError {
     Stop,
 }
 
+/// A path given on the command line, as the shell means it: a relative one is taken from the
+/// current folder now, before the stage changes folder or hands it into a sandbox, whose view
+/// has no current folder of the caller's. The folder that holds it is resolved (symlinks,
+/// `..`), its last part is kept as given: a virtual environment's `bin/python` is a symlink
+/// that must stay one to find its environment. `-` (standard input or output) stays `-`.
+/// For clap's `value_parser`.
+pub fn resolved_path(arg: &str) -> Result<PathBuf, String> {
+    let path = std::path::Path::new(arg);
+    if arg == "-" || arg.is_empty() {
+        return Ok(path.to_path_buf());
+    }
+    let absolute = std::path::absolute(path).map_err(|e| format!("{arg}: {e}"))?;
+    let (Some(parent), Some(name)) = (absolute.parent(), absolute.file_name()) else {
+        return Ok(absolute);
+    };
+    Ok(match parent.canonicalize() {
+        Ok(folder) => folder.join(name),
+        // A folder that is not there yet (an output's): `..` and `.` taken as written.
+        Err(_) => lexically_normal(&absolute),
+    })
+}
+
+/// `path` without `.` parts, each `..` taking away the part before it (no symlink is read).
+pub fn lexically_normal(path: &std::path::Path) -> PathBuf {
+    use std::path::Component;
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
+}
+
 /// The flags of a stage that reads records and writes records.
 #[derive(Debug, Clone, clap::Args)]
 pub struct StageArgs {
     /// Input JSON Lines file; `-` or nothing reads stdin.
-    #[arg(value_name = "INPUT")]
+    #[arg(value_name = "INPUT", value_parser = resolved_path)]
     pub input: Option<PathBuf>,
     /// Write records to FILE (through FILE.partial, renamed when done) instead of stdout.
-    #[arg(short, long, value_name = "FILE")]
+    #[arg(short, long, value_name = "FILE", value_parser = resolved_path)]
     pub output: Option<PathBuf>,
     /// Keep the records already in the output file and skip their ids (needs -o).
     #[arg(long, requires = "output")]
@@ -308,6 +346,33 @@ mod tests {
     use super::*;
     use crate::records::{RecordKind, ScoreRow, Task, SCHEMA_VERSION};
     use clap::Parser;
+
+    /// A relative path is taken from the current folder, through `..` and symlinked folders,
+    /// its last part kept (a venv's `bin/python` symlink stays one); `-` stays standard input;
+    /// a folder not made yet is taken as written.
+    #[test]
+    fn a_relative_path_means_what_it_means_in_the_shell() {
+        let cwd = std::env::current_dir().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let real = dir.path().canonicalize().unwrap();
+        std::fs::create_dir_all(real.join("venv/bin")).unwrap();
+        std::fs::write(real.join("python3.11"), "").unwrap();
+        std::os::unix::fs::symlink(real.join("python3.11"), real.join("venv/bin/python")).unwrap();
+        std::os::unix::fs::symlink(real.join("venv"), real.join("env")).unwrap();
+        // The same place, spelt from the current folder: up to the root, then down.
+        let up = "../".repeat(cwd.components().count() - 1);
+        let rel = format!(
+            "{up}{}/env/bin/../bin/python",
+            real.display().to_string().trim_start_matches('/')
+        );
+        assert_eq!(resolved_path(&rel).unwrap(), real.join("venv/bin/python"));
+        assert_eq!(resolved_path("-").unwrap(), PathBuf::from("-"));
+        assert_eq!(
+            resolved_path("not-made/a/../out.jsonl").unwrap(),
+            cwd.join("not-made/out.jsonl")
+        );
+        assert_eq!(resolved_path("/abs/x").unwrap(), PathBuf::from("/abs/x"));
+    }
 
     /// A wrong kind says whose output the file is and what comes between, once per kind.
     #[test]

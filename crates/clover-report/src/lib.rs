@@ -20,7 +20,7 @@
 //! errors; coverage.py may write an empty `<source>` with repository-relative file names.
 
 use std::collections::BTreeMap;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use clover_protocol::{FileCoverage, LineRanges, TestCase, TestOutcome};
 use quick_xml::events::{BytesStart, Event};
@@ -478,7 +478,8 @@ fn resolve(filename: &str, sources: &[String], repo: &Path) -> Result<Option<Str
     };
     let mut found: Option<String> = None;
     for c in candidates {
-        let normal = normalize(&c);
+        // Lexically: reports are read after the run, when the files they name may be gone.
+        let normal = clover_protocol::lexically_normal(&c);
         let Ok(rel) = normal.strip_prefix(repo) else {
             continue;
         };
@@ -496,22 +497,6 @@ fn resolve(filename: &str, sources: &[String], repo: &Path) -> Result<Option<Str
         }
     }
     Ok(found)
-}
-
-/// Removes `.` and resolves `..` lexically (reports are read after the run, when the files
-/// they name may be gone, so no canonicalization).
-fn normalize(p: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for c in p.components() {
-        match c {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                out.pop();
-            }
-            other => out.push(other),
-        }
-    }
-    out
 }
 
 /// An outcome with the reason when the report alone does not say it.

@@ -24,7 +24,7 @@ pub struct Cli {
     pub jobs: Option<usize>,
     /// The Python interpreter (with pytest and pytest-cov) for repositories whose manifest
     /// names none; default $CLOVER_PYTHON, then python3 on PATH.
-    #[arg(long, value_name = "PYTHON")]
+    #[arg(long, value_name = "PYTHON", value_parser = clover_protocol::resolved_path)]
     pub python: Option<PathBuf>,
     /// Wall-clock limit in seconds (overrides the manifest; direct mode default 60).
     #[arg(long, value_name = "SECS")]
@@ -36,7 +36,7 @@ pub struct Cli {
     #[arg(long, value_name = "CORES", value_parser = parse_cpus)]
     pub cpus: Option<f64>,
     /// Where built C++ libraries under test are cached.
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", value_parser = clover_protocol::resolved_path)]
     pub cache_dir: Option<PathBuf>,
     /// Runs every Python candidate in a fresh interpreter instead of a fork of a warm worker
     /// (one per repository, interpreter and setting, which has imported pytest and coverage
@@ -49,11 +49,11 @@ pub struct Cli {
     /// recompiled), each in a fresh view with the mutated file over the original, stopping at
     /// the first failing test; the result's `mutation` says how many it killed. Task I has no
     /// pass.
-    #[arg(long, value_name = "SIDECAR", conflicts_with = "test_file")]
+    #[arg(long, value_name = "SIDECAR", conflicts_with = "test_file", value_parser = clover_protocol::resolved_path)]
     pub mutation: Option<PathBuf>,
     /// Direct mode: the test file to run. Inside the repository it runs where it is;
     /// elsewhere pass --at.
-    #[arg(long, value_name = "PATH")]
+    #[arg(long, value_name = "PATH", value_parser = clover_protocol::resolved_path)]
     pub test_file: Option<PathBuf>,
     /// Direct mode: where to put the test file, relative to the repository.
     #[arg(long, value_name = "PATH", requires = "test_file")]

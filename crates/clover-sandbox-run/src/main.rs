@@ -114,7 +114,11 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
 /// modes resolve it the same way.
 fn default_python(flag: &Option<PathBuf>) -> Option<PathBuf> {
     flag.clone()
-        .or_else(|| std::env::var_os("CLOVER_PYTHON").map(PathBuf::from))
+        .or_else(|| {
+            // A relative path means what it means in the shell, as a flag's does.
+            let p = std::env::var("CLOVER_PYTHON").ok()?;
+            Some(clover_protocol::resolved_path(&p).unwrap_or(p.into()))
+        })
         .or_else(|| host_python().ok())
 }
 

@@ -14,10 +14,10 @@ use clover_protocol::{OnError, DEFAULT_MAX_LINE_BYTES};
 pub struct Cli {
     /// Run-result files (JSON Lines); `-` or nothing reads stdin. Several models' results
     /// combine into one report.
-    #[arg(value_name = "INPUT")]
+    #[arg(value_name = "INPUT", value_parser = clover_protocol::resolved_path)]
     pub inputs: Vec<PathBuf>,
     /// Write the report to FILE instead of stdout.
-    #[arg(short, long, value_name = "FILE")]
+    #[arg(short, long, value_name = "FILE", value_parser = clover_protocol::resolved_path)]
     pub output: Option<PathBuf>,
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
@@ -71,15 +71,15 @@ pub struct Cli {
     pub judge_swap_seed: Option<u64>,
     /// The instances file (pack-context's output): the judge's ground truth (without it, the
     /// oracle's results in the input serve), and the dataset statistics of `--tables paper`.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", value_parser = clover_protocol::resolved_path)]
     pub instances: Option<PathBuf>,
     /// Problem files (extract's output, repeatable): the {code, unit test} pairs' source and
     /// test lengths for CPP-UT-Bench's Table 1 and Figs. 2–3 in `--tables paper`.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", value_parser = clover_protocol::resolved_path)]
     pub problems: Vec<PathBuf>,
     /// The repo manifest (clover.toml): the `domain` of each C++ repository, CPP-UT-Bench's
     /// Table 1 in `--tables paper`.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", value_parser = clover_protocol::resolved_path)]
     pub manifest: Option<PathBuf>,
     /// `clover`: score's tables per model × task × setting; `paper`: the papers' tables, each
     /// as the paper's table of that number holds it (CLOVER Tables 2–8, CPP-UT-Bench Table 1,
@@ -90,7 +90,7 @@ pub struct Cli {
     pub tables: Tables,
     /// Response files (generate's output, repeatable): the models' full ids, servers and
     /// sampling for the report's metadata.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", value_parser = clover_protocol::resolved_path)]
     pub responses: Vec<PathBuf>,
     /// The run's date as the report shows it, verbatim. Without it SOURCE_DATE_EPOCH is used,
     /// else the date is "not recorded": score never reads the clock, so the same inputs give
