@@ -221,22 +221,12 @@ fn fetch(python: &str, downloads: &Path, p: &Package) -> Result<PathBuf> {
             })
     };
     if find().is_none() {
-        duct::cmd!(
-            python,
-            "-m",
-            "pip",
-            "download",
-            "-q",
-            "--disable-pip-version-check",
-            "--no-deps",
-            "--no-binary",
-            ":all:",
-            "-d",
+        clover_doctor::pip_download(
+            Path::new(&python),
             downloads,
-            format!("{}=={}", p.name, p.version)
-        )
-        .run()
-        .with_context(|| format!("pip download of {} failed", p.name))?;
+            &format!("{}=={}", p.name, p.version),
+            false,
+        )?;
     }
     let sdist = find().with_context(|| {
         format!(
@@ -246,7 +236,7 @@ fn fetch(python: &str, downloads: &Path, p: &Package) -> Result<PathBuf> {
             downloads.display()
         )
     })?;
-    let got = crate::setup::sha256(python, &sdist)?;
+    let got = crate::setup::sha256(&sdist)?;
     if got != p.sha256 {
         std::fs::remove_file(&sdist).ok();
         bail!(
@@ -658,9 +648,8 @@ fn fetch_debian_source(
     // An epoch is not part of the file name.
     let file_version = version.split_once(':').map_or(version, |(_, v)| v);
     let dsc = downloads.join(format!("{package}_{file_version}.dsc"));
-    let python = crate::setup::base_python();
     let checked = |dsc: &Path| -> Result<bool> {
-        Ok(dsc.is_file() && crate::setup::sha256(&python, dsc)? == dsc_sha256)
+        Ok(dsc.is_file() && crate::setup::sha256(dsc)? == dsc_sha256)
     };
     if !checked(&dsc)? {
         if !crate::setup::is_root() {

@@ -60,11 +60,6 @@ const DEBIAN_PACKAGES: &[(&str, &str)] = &[
     ("mold", "/usr/bin/mold"),
 ];
 
-const TOKENIZER_PACKAGE: &str = "mistral-common==1.13.1";
-const TOKENIZER_MEMBER: &str = "mistral_common/data/tokenizer.model.v1";
-pub const TOKENIZER_SHA256: &str =
-    "dadfd56d766715c61d2ef780a525ab43b8e6da4de6865bda3d95fdef5e134055";
-
 /// What setup made, for the commands that come after it.
 #[derive(Debug, Clone)]
 pub struct Env {
@@ -272,54 +267,13 @@ fn python_env_from(
 
 fn tokenizer(root: &Path, python: &Path) -> Result<PathBuf> {
     let data = root.join("target/clover-data");
-    let model = data.join("tokenizer.model.v1");
-    if model.exists() && sha256(python, &model)? == TOKENIZER_SHA256 {
-        eprintln!("verified: {}", model.display());
-        return Ok(model);
-    }
-    let downloads = data.join("downloads");
-    std::fs::create_dir_all(&downloads)?;
-    duct::cmd!(
-        python,
-        "-m",
-        "pip",
-        "download",
-        "-q",
-        "--disable-pip-version-check",
-        "--no-deps",
-        "--only-binary",
-        ":all:",
-        "-d",
-        &downloads,
-        TOKENIZER_PACKAGE
-    )
-    .run()
-    .context("pip download of mistral-common failed")?;
-    // A wheel is a zip file; the venv's Python unpacks the one member we need.
-    let script = format!(
-        "import glob, sys, zipfile\n\
-         wheel = sorted(glob.glob(sys.argv[1] + '/mistral_common-*.whl'))[-1]\n\
-         open(sys.argv[2] + '.tmp', 'wb').write(zipfile.ZipFile(wheel).read('{TOKENIZER_MEMBER}'))\n"
-    );
-    duct::cmd!(python, "-c", script, &downloads, &model).run()?;
-    let tmp = model.with_extension("v1.tmp");
-    let got = sha256(python, &tmp)?;
-    if got != TOKENIZER_SHA256 {
-        std::fs::remove_file(&tmp).ok();
-        bail!("tokenizer model has sha256 {got}, expected {TOKENIZER_SHA256}; refusing to use it");
-    }
-    std::fs::rename(&tmp, &model)?;
-    eprintln!("installed: {}", model.display());
+    let model = clover_doctor::fetch_tokenizer(python, &data)?;
+    eprintln!("verified: {}", model.display());
     Ok(model)
 }
 
-pub fn sha256(python: impl duct::IntoExecutablePath, file: &Path) -> Result<String> {
-    let out = duct::cmd!(
-        python,
-        "-c",
-        "import hashlib, sys; print(hashlib.sha256(open(sys.argv[1], 'rb').read()).hexdigest())",
-        file
-    )
-    .read()?;
-    Ok(out.trim().to_string())
+/// The sha256 of `file`, in lowercase hex.
+pub fn sha256(file: &Path) -> Result<String> {
+    let bytes = std::fs::read(file).with_context(|| format!("cannot read {}", file.display()))?;
+    Ok(clover_protocol::sha256_hex(&bytes))
 }

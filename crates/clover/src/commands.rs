@@ -22,6 +22,8 @@ pub fn stages() -> Vec<Command> {
         stage::<clover_score::cli::Cli>("score"),
         // Not a stage of the pipeline: it writes any stage's records as a dataset.
         stage::<clover_export::cli::Cli>("export"),
+        // Not a stage either: it checks the machine a run will use.
+        stage::<clover_doctor::cli::Cli>("doctor"),
     ]
 }
 
