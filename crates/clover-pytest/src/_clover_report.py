@@ -71,6 +71,8 @@ _called = {}
 # the attributes of the modules and classes a verdict travels through.
 _hooks = None
 _attrs = None
+# The ids of what `_hooks` holds for `pytest_runtest_makereport`, for its wrapper's look.
+_noted_makereport = frozenset()
 # Plugins the runner itself registers after a collection started (`trust`).
 _trusted = []
 
@@ -214,8 +216,11 @@ def _witness_finder(paths):
     source_loader = importlib.machinery.SourceFileLoader
 
     class WitnessLoader(source_loader):
+        def entry(self):
+            return _witness[paths[os.path.realpath(self.path)]]
+
         def get_code(self, name):
-            entry = _witness[paths[os.path.realpath(self.path)]]
+            entry = self.entry()
             data = self.get_data(self.path)
             try:
                 code, watched, _ = instrument(data, self.path)
@@ -226,7 +231,7 @@ def _witness_finder(paths):
             return code
 
         def exec_module(self, module):
-            module.__dict__[WITNESS] = _witness[paths[os.path.realpath(self.path)]].seen.add
+            module.__dict__[WITNESS] = self.entry().seen.add
             super().exec_module(module)
 
     class WitnessFinder:
@@ -346,10 +351,11 @@ _WATCHING = os.environ.pop("CLOVER_WATCH", "on") != "off"
 
 
 def _watch(pm):
-    global _hooks, _attrs
+    global _hooks, _attrs, _noted_makereport
     if not _WATCHING:
         return
     _hooks = _implementations(pm)
+    _noted_makereport = {id(x) for x in _hooks.get("pytest_runtest_makereport", ())}
     _attrs = _attributes()
     _called.clear()
 
@@ -444,9 +450,8 @@ def pytest_runtest_makereport(item, call):
         running = _running_implementations()
         conftests = getattr(item.config.pluginmanager, "_conftest_plugins", ())
         if running is not None:
-            noted = {id(h) for h in _hooks.get("pytest_runtest_makereport", ())}
             for h in running:
-                if id(h) not in noted and not _allowed(h, conftests):
+                if id(h) not in _noted_makereport and not _allowed(h, conftests):
                     _tamper("a new implementation of pytest_runtest_makereport ran")
                     break
     return (yield)

@@ -596,17 +596,7 @@ fn table_5(report: &Report) -> PaperTable {
 
 /// CLOVER Tables 6 and 8: Task III's success and execution rate in each setting.
 fn task_iii_table(report: &Report, format: &str) -> PaperTable {
-    let task = Task::CoverageTest;
-    let rows = task_rows(report, task, Some(format));
-    let settings = column_settings(task, &rows);
-    let series = ordered_series(report, task, &rows);
-    let mut columns = vec!["Model".to_string()];
-    for s in &settings {
-        let label = setting_label(task, s);
-        columns.push(format!("{label} success rate"));
-        columns.push(format!("{label} execution rate"));
-    }
-    let (id, title, caption) = if format == "full" {
+    let head = if format == "full" {
         (
             "clover-6",
             "CLOVER Table 6 — Task III (coverage test), answer format full: success and execution rate",
@@ -619,6 +609,51 @@ fn task_iii_table(report: &Report, format: &str) -> PaperTable {
             "Table 8: Success rate and execution rate of Task III with prompt_part",
         )
     };
+    settings_table(
+        report,
+        Task::CoverageTest,
+        format,
+        head,
+        &[("success_rate", " success rate"), ("execution_rate", " execution rate")],
+        &["Execution rate: the test passes (\"Any test failures, exceptions and timeout will count as execution failure\"); success rate: it passes and covers every required line of every block. The gap between them is what the coverage requirement costs."],
+    )
+}
+
+/// CLOVER Table 7: Task II's success rate in answer format `part`.
+fn table_7(report: &Report) -> PaperTable {
+    settings_table(
+        report,
+        Task::TargetedTest,
+        "part",
+        (
+            "clover-7",
+            "CLOVER Table 7 — Task II (targeted test), answer format part: success rate",
+            "Table 7: Success Rate of Task II with prompt_part",
+        ),
+        &[("success_rate", "")],
+        &[],
+    )
+}
+
+/// A table of one task in answer format `format`: a row per model, for each setting a column
+/// per metric (`metrics`: the metric and what its column adds to the setting's label), the
+/// models' order and `notes` said under it.
+fn settings_table(
+    report: &Report,
+    task: Task,
+    format: &str,
+    (id, title, caption): (&str, &str, &str),
+    metrics: &[(&str, &str)],
+    notes: &[&str],
+) -> PaperTable {
+    let rows = task_rows(report, task, Some(format));
+    let settings = column_settings(task, &rows);
+    let series = ordered_series(report, task, &rows);
+    let mut columns = vec!["Model".to_string()];
+    for s in &settings {
+        let label = setting_label(task, s);
+        columns.extend(metrics.iter().map(|(_, suffix)| format!("{label}{suffix}")));
+    }
     let mut t = PaperTable {
         id: id.into(),
         title: title.into(),
@@ -630,8 +665,9 @@ fn task_iii_table(report: &Report, format: &str) -> PaperTable {
     for s in &series {
         let mut line = vec![Cell::Text(s.0.to_string())];
         for setting in &settings {
-            line.push(rate_cell(&rows, *s, setting, "success_rate").0);
-            line.push(rate_cell(&rows, *s, setting, "execution_rate").0);
+            for (metric, _) in metrics {
+                line.push(rate_cell(&rows, *s, setting, metric).0);
+            }
         }
         t.rows.push(line);
     }
@@ -643,45 +679,12 @@ fn task_iii_table(report: &Report, format: &str) -> PaperTable {
             "as Tables 3 and 4; the paper's text states none for this table",
         ));
     }
-    t.footnotes.push("Execution rate: the test passes (\"Any test failures, exceptions and timeout will count as execution failure\"); success rate: it passes and covers every required line of every block. The gap between them is what the coverage requirement costs.".into());
+    t.footnotes.extend(notes.iter().map(|n| n.to_string()));
     cell_footnotes(&mut t, &[(task, &settings)]);
-    no_results(&mut t, &format!("coverage_test in answer format {format}"));
-    t
-}
-
-/// CLOVER Table 7: Task II's success rate in answer format `part`.
-fn table_7(report: &Report) -> PaperTable {
-    let task = Task::TargetedTest;
-    let rows = task_rows(report, task, Some("part"));
-    let settings = column_settings(task, &rows);
-    let series = ordered_series(report, task, &rows);
-    let mut columns = vec!["Model".to_string()];
-    columns.extend(settings.iter().map(|s| setting_label(task, s)));
-    let mut t = PaperTable {
-        id: "clover-7".into(),
-        title: "CLOVER Table 7 — Task II (targeted test), answer format part: success rate".into(),
-        caption: Some("Table 7: Success Rate of Task II with prompt_part".into()),
-        columns,
-        rows: Vec::new(),
-        footnotes: Vec::new(),
-    };
-    for s in &series {
-        let mut line = vec![Cell::Text(s.0.to_string())];
-        for setting in &settings {
-            line.push(rate_cell(&rows, *s, setting, "success_rate").0);
-        }
-        t.rows.push(line);
-    }
-    if !series.is_empty() {
-        t.footnotes.push(order_footnote(
-            report,
-            task,
-            &series,
-            "as Tables 3 and 4; the paper's text states none for this table",
-        ));
-    }
-    cell_footnotes(&mut t, &[(task, &settings)]);
-    no_results(&mut t, "targeted_test in answer format part");
+    no_results(
+        &mut t,
+        &format!("{} in answer format {format}", task_name(task)),
+    );
     t
 }
 
