@@ -33,7 +33,7 @@ pub struct Package {
     pub test_tools: &'static [&'static str],
 }
 
-const TEST_TOOLS: &[&str] = &["pytest==9.2.0", "pytest-cov==7.1.0", "coverage==7.17.3"];
+const TEST_TOOLS: &[&str] = clover_env::TEST_TOOLS;
 
 pub const PACKAGES: &[Package] = &[
     Package {
@@ -206,46 +206,7 @@ fn write_manifest(base: &Path) -> Result<()> {
 
 /// The sdist of `p` in `downloads`, fetched if missing, checked against its sha256.
 fn fetch(python: &str, downloads: &Path, p: &Package) -> Result<PathBuf> {
-    let find = || -> Option<PathBuf> {
-        std::fs::read_dir(downloads)
-            .ok()?
-            .flatten()
-            .map(|e| e.path())
-            .find(|f| {
-                let n = f
-                    .file_name()
-                    .and_then(|n| n.to_str())
-                    .unwrap_or("")
-                    .to_lowercase();
-                n.starts_with(&format!("{}-{}", p.name, p.version)) && n.ends_with(".tar.gz")
-            })
-    };
-    if find().is_none() {
-        clover_doctor::pip_download(
-            Path::new(&python),
-            downloads,
-            &format!("{}=={}", p.name, p.version),
-            false,
-        )?;
-    }
-    let sdist = find().with_context(|| {
-        format!(
-            "no sdist of {} {} in {}",
-            p.name,
-            p.version,
-            downloads.display()
-        )
-    })?;
-    let got = crate::setup::sha256(&sdist)?;
-    if got != p.sha256 {
-        std::fs::remove_file(&sdist).ok();
-        bail!(
-            "{} has sha256 {got}, expected {}; removed it",
-            sdist.display(),
-            p.sha256
-        );
-    }
-    Ok(sdist)
+    clover_env::fetch_sdist(Path::new(python), downloads, p.name, p.version, p.sha256)
 }
 
 /// Where a C++ repository of the corpus comes from.

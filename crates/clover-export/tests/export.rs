@@ -395,14 +395,7 @@ fn pack_data(name: &str) -> PathBuf {
 
 /// A copy of the Python fixture with the license and metadata an sdist carries.
 fn released_fixture(dir: &Path) -> PathBuf {
-    let repo = dir.join("ledger-0.3.1");
-    let status = Command::new("cp")
-        .arg("-r")
-        .arg(clover_testkit::fixture("python"))
-        .arg(&repo)
-        .status()
-        .unwrap();
-    assert!(status.success());
+    let repo = clover_testkit::copy_fixture("python", &dir.join("ledger-0.3.1"));
     std::fs::write(
         repo.join("PKG-INFO"),
         "Metadata-Version: 2.1\nName: ledger\nVersion: 0.3.1\n\

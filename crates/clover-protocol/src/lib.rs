@@ -51,11 +51,12 @@ pub use progress::{count_records, Progress};
 pub use records::exclusion_wire;
 pub use records::{
     AssertionForm, AssertionSite, CalibratedProblem, Chunk, ContextTier, CppPairing, CppProblem,
-    Exclusion, ExclusionReason, ExecSpec, FileCoverage, FileTier, GTestCase, Generation, Instance,
-    KeptMutant, Language, LimitHit, Message, Mutation, Operand, OperatorKills, Outcome, Problem,
-    ProblemMutants, PythonProblem, Record, RecordKind, RepoRef, Response, RunResult, ScoreRow,
-    SftExample, Span, Target, TargetKind, Task, TestCase, TestOutcome, TokenUsage, UniqueBlock,
-    SCHEMA_VERSION, SKIPPED_OVER_MAX_CONTEXT,
+    DependencySource, EnvFailure, Environment, Exclusion, ExclusionReason, ExecSpec, FileCoverage,
+    FileTier, GTestCase, Generation, Instance, KeptMutant, Language, LimitHit, Message, Mutation,
+    Operand, OperatorKills, Outcome, Problem, ProblemMutants, PythonProblem, Record, RecordKind,
+    RepoRef, Response, RunResult, ScoreRow, SftExample, Span, SuiteRun, Target, TargetKind, Task,
+    TestCase, TestOutcome, TokenUsage, UniqueBlock, Unresolved, SCHEMA_VERSION,
+    SKIPPED_OVER_MAX_CONTEXT,
 };
 pub use shard::{fnv1a64, Shard, SplitMix64};
 pub use stage::{

@@ -30,6 +30,7 @@ pub enum RecordKind {
     ScoreRow,
     SftExample,
     ProblemMutants,
+    Environment,
 }
 
 impl RecordKind {
@@ -44,6 +45,7 @@ impl RecordKind {
             RecordKind::ScoreRow => "score_row",
             RecordKind::SftExample => "sft_example",
             RecordKind::ProblemMutants => "problem_mutants",
+            RecordKind::Environment => "environment",
         }
     }
 }
@@ -109,6 +111,7 @@ record!(RunResult, RecordKind::RunResult);
 record!(ScoreRow, RecordKind::ScoreRow);
 record!(SftExample, RecordKind::SftExample);
 record!(ProblemMutants, RecordKind::ProblemMutants);
+record!(Environment, RecordKind::Environment);
 
 /// The language of a repository and of its problems.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -912,4 +915,104 @@ mod usage_wire {
             })
         }))
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// env
+
+/// What `clover env` made of one repository: the interpreter every later stage runs its
+/// tests with, what went into it and from where, and how the repository's suite did in it.
+/// The id is the repository's name.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Environment {
+    pub kind: RecordKind,
+    pub schema_version: u32,
+    pub id: String,
+    /// The repository folder, absolute.
+    pub repo: String,
+    /// The environment's interpreter, absolute: what a manifest's `python` names.
+    pub python: String,
+    /// `MAJOR.MINOR.PATCH` of that interpreter.
+    pub python_version: String,
+    /// The digest of everything the environment was made from (interpreter, dependency
+    /// files, recipe entry, installer, cutoff): the same key is the same environment.
+    pub key: String,
+    /// Whether this run found the environment already made from the same inputs and did
+    /// nothing.
+    pub cached: bool,
+    /// The installer and its version (`uv 0.13.9`).
+    pub installer: String,
+    /// Only packages uploaded before this instant were considered (RFC 3339), when set.
+    #[serde(default, with = "wire::empty")]
+    pub exclude_newer: Option<String>,
+    /// Each place dependencies were taken from, in the order they were installed.
+    pub sources: Vec<DependencySource>,
+    /// Requirements that could not be installed, each with why.
+    pub unresolved: Vec<Unresolved>,
+    /// What the environment holds, `name==version`, sorted: its pins.
+    pub installed: Vec<String>,
+    /// The one run of the suite, unless it was not asked for or the environment failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suite: Option<SuiteRun>,
+    /// Why no environment was made: the step and the package, when one is to blame. A failed
+    /// environment leaves nothing behind.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<EnvFailure>,
+}
+
+/// One place dependencies were read from: a requirements file, an extra of the project, a
+/// dependency group, a tox or nox environment's deps, the recipe, or the project itself.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DependencySource {
+    /// `requirements`, `extra`, `group`, `tox`, `nox`, `recipe`, `project`, `test_tools`.
+    pub origin: String,
+    /// The file and, for an extra, group or tox environment, its name (`pyproject.toml[test]`).
+    pub name: String,
+    /// The requirements it named, as written.
+    pub requirements: Vec<String>,
+    /// Whether all of them installed.
+    pub installed: bool,
+}
+
+/// A requirement the installer could not satisfy.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Unresolved {
+    pub requirement: String,
+    /// The [`DependencySource::name`] that asked for it.
+    pub source: String,
+    /// The installer's own words, its last error line.
+    pub why: String,
+}
+
+/// The suite's one run in the sandbox, counted from its JUnit report.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SuiteRun {
+    pub passed: u64,
+    pub failed: u64,
+    pub errors: u64,
+    pub skipped: u64,
+    pub seconds: f64,
+    /// The run's outcome as a verdict would read it (`failed` when any test failed).
+    pub outcome: Outcome,
+    /// Why the outcome is what it is when the counts alone do not say it.
+    #[serde(default, with = "wire::empty")]
+    pub message: Option<String>,
+    /// Why the run stopped before the end of the suite (its time budget), when it did.
+    #[serde(default, with = "wire::empty")]
+    pub stopped: Option<String>,
+    /// Whether the environment is usable: at least one test passed and at least half of those
+    /// that ran did not fail or error (the paper's §2.2, "a significant number of passed test
+    /// cases").
+    pub usable: bool,
+}
+
+/// Why an environment could not be made.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EnvFailure {
+    /// `interpreter`, `venv`, `install`, `freeze`, `suite`, `fetch`.
+    pub step: String,
+    /// The package or file to blame, when one is.
+    #[serde(default, with = "wire::empty")]
+    pub package: Option<String>,
+    pub message: String,
 }

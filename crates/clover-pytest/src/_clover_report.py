@@ -73,6 +73,8 @@ _hooks = None
 _attrs = None
 # The ids of what `_hooks` holds for `pytest_runtest_makereport`, for its wrapper's look.
 _noted_makereport = frozenset()
+# This plugin: none of its implementations may be taken out.
+_SELF = sys.modules[__name__]
 # Plugins the runner itself registers after a collection started (`trust`).
 _trusted = []
 
@@ -292,24 +294,55 @@ def trust(plugin):
 
 
 def _implementations(pm):
-    """Per hook, the implementations of plugins that are not conftests, with their
-    functions: the objects themselves, so that none can be freed and its id reused."""
+    """Per hook, how its caller calls (its type and `_hookexec`: `add_hookcall_monitoring`
+    or a replaced `_hookexec` can change any result), the implementations of plugins that
+    are not conftests (each as [`_entry`]), and whether the hook takes its first result."""
     conftests = getattr(pm, "_conftest_plugins", ())
     out = {}
     for name, caller in list(vars(pm.hook).items()):
         impls = getattr(caller, "_hookimpls", None)
         if impls is None:
             continue
-        # The caller's own way of calling them too: `add_hookcall_monitoring` or a
-        # replaced `_hookexec` can change any result.
-        out[name] = (type(caller), getattr(caller, "_hookexec", None)) + tuple(
-            x
-            for h in impls
-            if not _allowed(h, conftests)
-            for x in (h, h.function, getattr(h.function, "__code__", None))
+        spec = getattr(caller, "spec", None)
+        first = bool(getattr(spec, "opts", {}).get("firstresult"))
+        out[name] = (
+            (type(caller), getattr(caller, "_hookexec", None)),
+            tuple(_entry(h) for h in impls if not _allowed(h, conftests)),
+            first,
         )
-    out[None] = (type(pm), getattr(pm, "_inner_hookexec", None), type(pm.hook))
+    out[None] = ((type(pm), getattr(pm, "_inner_hookexec", None), type(pm.hook)), (), False)
     return out
+
+
+def _entry(h):
+    """An implementation as what it runs: its plugin, its function (a method's own function:
+    registering the same plugin again makes a new bound method of it) and the function's
+    code — the objects themselves, so that none can be freed and its id reused — and whether
+    it wraps the others."""
+    function = getattr(h.function, "__func__", h.function)
+    wraps = bool(getattr(h, "hookwrapper", False) or getattr(h, "wrapper", False))
+    return (h.plugin, function, getattr(function, "__code__", None), wraps)
+
+
+def _key(entry):
+    return tuple(id(x) for x in entry[:3])
+
+
+def _changed(now, noted, first):
+    """What makes the implementations `now` of a hook other than those `noted`, or None.
+    A new function is a change. A plugin unregistered, or unregistered and registered again
+    (flask's tests take pytest's logging plugin out for one test and put it back), runs
+    nothing that was not there, and is not: unless what went is clover's own, or a plain
+    implementation of a hook that takes the first result (`pytest_pyfunc_call`), without
+    which a test would not run at all and so could not fail."""
+    keys = {_key(e) for e in now}
+    noted_keys = {_key(e) for e in noted}
+    if any(_key(e) not in noted_keys for e in now):
+        return "a new implementation was registered"
+    for e in noted:
+        if _key(e) not in keys and (e[0] is _SELF or (first and not e[3])):
+            return "an implementation of %r was taken out" % getattr(e[1], "__qualname__", e[1])
+    return None
 
 
 def _allowed(h, conftests):
@@ -355,7 +388,7 @@ def _watch(pm):
     if not _WATCHING:
         return
     _hooks = _implementations(pm)
-    _noted_makereport = {id(x) for x in _hooks.get("pytest_runtest_makereport", ())}
+    _noted_makereport = {_key(e) for e in _hooks["pytest_runtest_makereport"][1]}
     _attrs = _attributes()
     _called.clear()
 
@@ -371,9 +404,11 @@ def _look(pm, attributes):
     if _hooks is None or _tampered is not None:
         return
     now = _implementations(pm)
-    for name, impls in _hooks.items():
-        if not _same(now.get(name, ()), impls):
-            _tamper("the implementations of %s changed during the run" % name)
+    for name, (how, impls, first) in _hooks.items():
+        now_how, now_impls, _ = now.get(name, ((), (), first))
+        why = "its caller was replaced" if not _same(now_how, how) else _changed(now_impls, impls, first)
+        if why is not None:
+            _tamper("the implementations of %s changed during the run: %s" % (name, why))
             return
     if attributes:
         for where, space, name, v, code in _attrs:
@@ -451,7 +486,7 @@ def pytest_runtest_makereport(item, call):
         conftests = getattr(item.config.pluginmanager, "_conftest_plugins", ())
         if running is not None:
             for h in running:
-                if id(h) not in _noted_makereport and not _allowed(h, conftests):
+                if _key(_entry(h)) not in _noted_makereport and not _allowed(h, conftests):
                     _tamper("a new implementation of pytest_runtest_makereport ran")
                     break
     return (yield)

@@ -57,5 +57,5 @@ mod worker;
 pub use interpreter::{
     check_python, python_binds, CheckedInterpreters, InterpreterError, PythonTools,
 };
-pub use run::{check_session, coverage_rc, judge, mutant_limits, PytestResult, PytestRun};
+pub use run::{check_session, coverage_rc, judge, mutant_limits, PytestResult, PytestRun, OUT_DIR};
 pub use worker::{BatchVerdict, BatchVerdicts, ColdReason, WarmPool, WarmRun};

@@ -18,7 +18,7 @@ use crate::interpreter::{python_binds, PythonTools};
 use crate::worker::{BatchVerdicts, ColdReason, WarmPool, WarmRun};
 
 /// Where reports go, relative to the repository; the sandbox user may write there.
-const OUT_DIR: &str = ".clover-out";
+pub const OUT_DIR: &str = ".clover-out";
 
 /// The trusted plugin every run loads (`-p`): at the session's end it sends pytest's own
 /// record of the session through the run's report channel ([`check_session`] reads it).

@@ -695,9 +695,17 @@ fn a_verdict_forged_through_pytest_s_machinery_is_forged() {
                           item.ihook.pytest_runtest_logreport(report=rep)\n    \
                       return rep\n\
                   setattr(runner, 'call_and_' + 'report', call_and_report)\n";
+    // pytest's python plugin taken out: the call of a test function has no implementation
+    // left, so the test's body never runs and it cannot fail.
+    let unplugged = "@pytest.fixture(autouse=True)\n\
+                     def _f(request):\n    \
+                         manager = pm(request)\n    \
+                         manager.unregister(manager.get_plugin('py' + 'thon'))\n    \
+                         yield\n";
     for (what, forgery) in [
         ("wrapper", wrapper),
         ("gone", gone),
+        ("unplugged", unplugged),
         ("monitor", monitor),
         ("first", first),
         ("class", class),
@@ -716,5 +724,28 @@ fn a_verdict_forged_through_pytest_s_machinery_is_forged() {
             );
             assert!(r.tests.is_empty(), "{what} warm {warm}: {:?}", r.tests);
         }
+    }
+}
+
+/// flask's own tests take pytest's logging plugin out for a test and put it back
+/// (`tests/test_logging.py`): nothing runs that was not there, and the verdict is the test's.
+#[test]
+fn a_plugin_taken_out_and_put_back_by_an_honest_test_is_no_forgery() {
+    let test = "import pytest\n\n\
+                @pytest.fixture\n\
+                def no_logging(pytestconfig):\n    \
+                    plugin = pytestconfig.pluginmanager.unregister(name='logging-plugin')\n    \
+                    yield\n    \
+                    pytestconfig.pluginmanager.register(plugin, 'logging-plugin')\n\n\
+                def test_without(no_logging):\n    \
+                    assert 1 + 1 == 2\n\n\
+                def test_after():\n    \
+                    assert 2 + 2 == 4\n";
+    let Some(results) = forge_cold_and_warm(test, &[]) else {
+        return;
+    };
+    for (r, warm) in results.iter().zip([false, true]) {
+        assert_eq!(r.outcome, Outcome::Passed, "warm {warm}: {:?}", r.message);
+        assert_eq!(r.tests.len(), 2, "warm {warm}: {:?}", r.tests);
     }
 }

@@ -53,6 +53,19 @@ pub fn fixture(name: &str) -> PathBuf {
     workspace_root().join("fixtures").join(name)
 }
 
+/// A copy of the fixture repository `name` as `to` (which must not exist), for a test that
+/// changes it.
+pub fn copy_fixture(name: &str, to: &Path) -> PathBuf {
+    let status = std::process::Command::new("cp")
+        .arg("-r")
+        .arg(fixture(name))
+        .arg(to)
+        .status()
+        .unwrap();
+    assert!(status.success(), "cannot copy the fixture {name}");
+    to.to_path_buf()
+}
+
 /// Whether a missing tool must fail the test instead of skipping it.
 pub fn tools_required() -> bool {
     std::env::var_os("CLOVER_REQUIRE_TOOLS").is_some_and(|v| v == "1")
@@ -82,6 +95,17 @@ pub fn python() -> Option<PathBuf> {
         from_env_or(
             "CLOVER_PYTHON",
             workspace_root().join("target/clover-venv/bin/python"),
+        ),
+    )
+}
+
+/// uv, the installer `clover env` uses (`cargo xtask setup` puts it in target/clover-uv-venv).
+pub fn uv() -> Option<PathBuf> {
+    require(
+        "uv (target/clover-uv-venv)",
+        from_env_or(
+            "CLOVER_UV",
+            workspace_root().join("target/clover-uv-venv/bin/uv"),
         ),
     )
 }

@@ -14,6 +14,8 @@ use clap_complete::Shell;
 /// The stages, in pipeline order, under the names `clover NAME` runs them by.
 pub fn stages() -> Vec<Command> {
     vec![
+        // Before the pipeline: a repository's test environment.
+        stage::<clover_env::cli::Cli>("env"),
         stage::<clover_extract::cli::Cli>("extract"),
         stage::<clover_calibrate::cli::Cli>("calibrate"),
         stage::<clover_pack_context::cli::Cli>("pack-context"),

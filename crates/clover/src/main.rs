@@ -34,6 +34,7 @@ usage: clover NAME [ARGS...]     run the tool clover-NAME
        clover --version
 
 The pipeline: extract | calibrate | pack-context | generate | sandbox-run | score
+A repository's test environment first: clover env --repo DIR
 Any stage's records as a Hugging Face dataset: clover export FILE... -o DIR
 ";
 
