@@ -12,3 +12,4 @@ mod resume;
 mod shards;
 mod support;
 mod warm;
+mod wheel;

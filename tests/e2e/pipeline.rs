@@ -4,6 +4,9 @@
 //! the baseline must score far below it, or the metrics would not tell models apart.
 
 use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
 
 use crate::support::{python_calibrated, run_ok, sandbox_python, shared_dir, tool};
 
@@ -14,26 +17,39 @@ const HEADLINE: &[(&str, &str)] = &[
     ("coverage_test", "success_rate"),
 ];
 
-#[test]
-fn oracle_succeeds_on_every_task_and_the_baseline_does_not() {
-    let Some(python) = sandbox_python() else {
-        return;
-    };
-    let Some(tokenizer) = clover_testkit::tokenizer_model() else {
-        return;
-    };
+/// The models the pipeline answers with: the ground truth and a trivial baseline.
+pub const MODELS: &[&str] = &["oracle", "copy-operand"];
+
+/// What the pipeline after calibrate wrote: the instances, and per model of [`MODELS`] its
+/// responses and their results.
+#[derive(Debug)]
+pub struct Outputs {
+    pub instances: PathBuf,
+    pub responses: Vec<PathBuf>,
+    pub results: Vec<PathBuf>,
+}
+
+/// pack-context → generate → sandbox-run of `calibrated` (the Python fixture's) into `dir`,
+/// with the stages `tool` makes (the workspace's, or those of an installed wheel); as the demo
+/// packs the Python fixture. `tokenizer`: the model to pass, or `None` for pack-context's own
+/// lookup.
+pub fn run_after_calibrate(
+    tool: &dyn Fn(&str) -> Command,
+    calibrated: &Path,
+    tokenizer: Option<&Path>,
+    python: &Path,
+    dir: &Path,
+) -> Outputs {
     let fixture = clover_testkit::fixture("python");
-    let dir = shared_dir().join("pipeline");
-    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::create_dir_all(dir).unwrap();
     let instances = dir.join("instances.jsonl");
+    let mut pack = tool("pack-context");
+    pack.arg(calibrated).arg("--repo").arg(&fixture);
+    if let Some(model) = tokenizer {
+        pack.arg("--tokenizer").arg(model);
+    }
     run_ok(
-        tool("pack-context")
-            .arg(python_calibrated(&python))
-            .arg("--repo")
-            .arg(&fixture)
-            .arg("--tokenizer")
-            .arg(&tokenizer)
-            .args(["--seed", "0", "--settings", "po,8k,64k"])
+        pack.args(["--seed", "0", "--settings", "po,8k,64k"])
             .args([
                 "--cloze-per-repo",
                 "12",
@@ -46,32 +62,63 @@ fn oracle_succeeds_on_every_task_and_the_baseline_does_not() {
             .arg(&instances),
         0,
     );
-    let mut results = Vec::new();
-    for model in ["oracle", "copy-operand"] {
-        let responses = dir.join(format!("responses-{model}.jsonl"));
+    let (mut responses, mut results) = (Vec::new(), Vec::new());
+    for model in MODELS {
+        let answered = dir.join(format!("responses-{model}.jsonl"));
         let result = dir.join(format!("results-{model}.jsonl"));
         run_ok(
             tool("generate")
                 .arg(&instances)
                 .args(["--model", model])
                 .arg("-o")
-                .arg(&responses),
+                .arg(&answered),
             0,
         );
         run_ok(
             tool("sandbox-run")
-                .arg(&responses)
+                .arg(&answered)
                 .arg("--repo")
                 .arg(&fixture)
                 .arg("--python")
-                .arg(&python)
+                .arg(python)
                 .arg("-o")
                 .arg(&result),
             0,
         );
+        responses.push(answered);
         results.push(result);
     }
-    let ran = run_ok(tool("score").args(&results).args(["--format", "json"]), 0);
+    Outputs {
+        instances,
+        responses,
+        results,
+    }
+}
+
+/// The pipeline with this build's stages on [`python_calibrated`], run once.
+pub fn workspace_outputs(python: &Path, tokenizer: &Path) -> &'static Outputs {
+    static OUTPUTS: OnceLock<Outputs> = OnceLock::new();
+    OUTPUTS.get_or_init(|| {
+        run_after_calibrate(
+            &tool,
+            python_calibrated(python),
+            Some(tokenizer),
+            python,
+            &shared_dir().join("pipeline"),
+        )
+    })
+}
+
+#[test]
+fn oracle_succeeds_on_every_task_and_the_baseline_does_not() {
+    let Some(python) = sandbox_python() else {
+        return;
+    };
+    let Some(tokenizer) = clover_testkit::tokenizer_model() else {
+        return;
+    };
+    let results = &workspace_outputs(&python, &tokenizer).results;
+    let ran = run_ok(tool("score").args(results).args(["--format", "json"]), 0);
     let report: serde_json::Value = serde_json::from_slice(&ran.stdout).expect("score's JSON");
     // (model, task, answer format) -> the headline metric in every setting. Tasks II and III
     // come in two answer formats, which score may report apart.

@@ -219,6 +219,43 @@ pub fn assert_same_records(got: &Path, want: &Path) {
     }
 }
 
+/// `text` with every `0x` and six or more hex digits (an object's address) replaced by `0x…`.
+pub fn without_addresses(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("0x") {
+        out.push_str(&rest[..at]);
+        let digits = rest[at + 2..]
+            .bytes()
+            .take_while(u8::is_ascii_hexdigit)
+            .count();
+        if digits >= 6 {
+            out.push_str("0x…");
+        } else {
+            out.push_str(&rest[at..at + 2 + digits]);
+        }
+        rest = &rest[at + 2 + digits..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// [`assert_same_records`] of two sandbox-run outputs once object addresses, which differ
+/// between any two processes, are masked ([`without_addresses`]); the masked copies are
+/// written into `scratch`.
+pub fn assert_same_results(got: &Path, want: &Path, scratch: &Path) {
+    let masked = |path: &Path, name: &str| {
+        let to = scratch.join(format!(
+            "{name}-{}",
+            path.file_name().unwrap().to_string_lossy()
+        ));
+        let text = std::fs::read_to_string(path).unwrap();
+        std::fs::write(&to, without_addresses(&text)).unwrap();
+        to
+    };
+    assert_same_records(&masked(got, "got"), &masked(want, "want"));
+}
+
 /// Asserts that the records of `shards`, joined and sorted by id, are those of `whole` sorted
 /// by id, and that each record is in exactly one shard.
 pub fn assert_shards_join(shards: &[PathBuf], whole: &Path) {
@@ -326,21 +363,25 @@ pub fn sandbox_python() -> Option<PathBuf> {
 /// what the flakiness check is tested on) and would change the output from run to run.
 pub fn python_problems() -> &'static Path {
     static PATH: OnceLock<PathBuf> = OnceLock::new();
-    PATH.get_or_init(|| {
-        let all = shared_dir().join("problems-all.jsonl");
-        run_ok(
-            tool("extract")
-                .arg("--repo")
-                .arg(clover_testkit::fixture("python"))
-                .arg("-o")
-                .arg(&all),
-            0,
-        );
-        let kept = without_test_file(&all, "tests/test_flaky.py");
-        let path = shared_dir().join("problems.jsonl");
-        std::fs::write(&path, kept).unwrap();
-        path
-    })
+    PATH.get_or_init(|| extract_python(&tool, shared_dir()))
+}
+
+/// extract of `fixtures/python` into `dir/problems.jsonl` with the stages `tool` makes (this
+/// build's, or an installed wheel's), less `tests/test_flaky.py` (see [`python_problems`]).
+pub fn extract_python(tool: &dyn Fn(&str) -> Command, dir: &Path) -> PathBuf {
+    let all = dir.join("problems-all.jsonl");
+    run_ok(
+        tool("extract")
+            .arg("--repo")
+            .arg(clover_testkit::fixture("python"))
+            .arg("-o")
+            .arg(&all),
+        0,
+    );
+    let kept = without_test_file(&all, "tests/test_flaky.py");
+    let path = dir.join("problems.jsonl");
+    std::fs::write(&path, kept).unwrap();
+    path
 }
 
 /// The flags calibrate runs with in these tests: the fixture, the test Python, one run.
@@ -357,11 +398,22 @@ pub fn python_calibrated(python: &Path) -> &'static Path {
     static PATH: OnceLock<PathBuf> = OnceLock::new();
     PATH.get_or_init(|| {
         let path = shared_dir().join("calibrated.jsonl");
-        let mut cmd = tool("calibrate");
-        calibrate_args(&mut cmd, python);
-        run_ok(cmd.arg(python_problems()).arg("-o").arg(&path), 0);
+        calibrate_python(&tool, python_problems(), python, &path);
         path
     })
+}
+
+/// calibrate of `problems` (the Python fixture's) into `out` with [`calibrate_args`] and the
+/// stages `tool` makes.
+pub fn calibrate_python(
+    tool: &dyn Fn(&str) -> Command,
+    problems: &Path,
+    python: &Path,
+    out: &Path,
+) {
+    let mut cmd = tool("calibrate");
+    calibrate_args(&mut cmd, python);
+    run_ok(cmd.arg(problems).arg("-o").arg(out), 0);
 }
 
 /// Copies a folder tree (regular files and folders only).

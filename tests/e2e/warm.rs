@@ -44,24 +44,3 @@ fn warm_and_cold_runs_write_the_same_results() {
         std::fs::remove_file(&cold).unwrap();
     }
 }
-
-/// `text` with every `0x` and six or more hex digits (an object's address) replaced by `0x…`.
-fn without_addresses(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(at) = rest.find("0x") {
-        out.push_str(&rest[..at]);
-        let digits = rest[at + 2..]
-            .bytes()
-            .take_while(u8::is_ascii_hexdigit)
-            .count();
-        if digits >= 6 {
-            out.push_str("0x…");
-        } else {
-            out.push_str(&rest[at..at + 2 + digits]);
-        }
-        rest = &rest[at + 2 + digits..];
-    }
-    out.push_str(rest);
-    out
-}

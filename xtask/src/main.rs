@@ -8,7 +8,8 @@
 //!   only the C++ candidate section (also the end of `bench`);
 //! - `install`: copies the `clover` and `clover-*` binaries into `PREFIX/bin`, the tokenizer
 //!   model into `PREFIX/share/clover`, and the shell completions and man pages under
-//!   `PREFIX/share`.
+//!   `PREFIX/share`;
+//! - `wheel`: the `clover-bench` Python wheel of every tool, into `target/wheels`.
 //!
 //! Everything that a test or the demo needs from outside the workspace is installed here and
 //! nowhere else; the tools themselves never download anything.
@@ -30,6 +31,7 @@ mod demo;
 mod docs;
 mod screen_corpus;
 mod setup;
+mod wheel;
 
 use std::path::{Path, PathBuf};
 
@@ -107,6 +109,15 @@ enum Command {
         /// Corpus packages (default: all)
         names: Vec<String>,
     },
+    /// Build the clover-bench Python wheel: every clover tool on PATH through pip, uv or pipx
+    Wheel {
+        /// The cargo profile whose binaries go in (the test suite uses `dev`)
+        #[arg(long, default_value = "release")]
+        profile: String,
+        /// Write the wheel into DIR (default: target/wheels, or target/wheels/PROFILE)
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
+    },
     /// Install the clover binaries, their shell completions and man pages
     Install {
         /// Install under PREFIX (bin, share)
@@ -141,6 +152,7 @@ fn main() -> Result<()> {
             ..
         } => bench_corpus::run(&root, &names, !no_build),
         Command::Install { prefix } => install(&root, &prefix),
+        Command::Wheel { profile, out } => wheel::build(&root, &profile, out).map(|_| ()),
         Command::ScreenCorpus { names } => screen_corpus::run(&root, &names),
         Command::CorpusExtract {
             names,
@@ -193,6 +205,9 @@ fn test(root: &Path, no_lint: bool, cargo_args: &[String]) -> Result<()> {
     corpus_extract_check(root, &corpus, 97.0, false)?;
     step("corpus-extract-cpp: C++ pairs, chunks and ground truth on googletest samples and snappy");
     corpus_extract_cpp::run(root, &[], true, false)?;
+    // The wheel of this tree's dev binaries, which the test suite builds anyway; its test
+    // installs it into a fresh environment and runs the pipeline from there.
+    let wheel = wheel::build(root, "dev", None)?;
     if !no_lint {
         step("cargo fmt --check");
         duct::cmd!("cargo", "fmt", "--all", "--check")
@@ -220,6 +235,7 @@ fn test(root: &Path, no_lint: bool, cargo_args: &[String]) -> Result<()> {
         cmd = cmd.env(k, v);
     }
     cmd = cmd.env("CLOVER_CORPUS", root.join("target/corpus/clover.toml"));
+    cmd = cmd.env("CLOVER_WHEEL", &wheel);
     cmd.run().context("tests failed")?;
     step("the tree is as the test run found it");
     let after = tree_state(root)?;

@@ -11,7 +11,9 @@
 //! - a third at `target/clover-sysmon-venv` with the same pytest, pytest-cov and coverage on a
 //!   Python 3.12 or later, where the machine has one (coverage.py's `sys.monitoring` core);
 //! - the Mistral-7B tokenizer model from the PyPI package `mistral-common`, checked by sha256
-//!   and cached at `target/clover-data/tokenizer.model.v1`.
+//!   and cached at `target/clover-data/tokenizer.model.v1`;
+//! - pinned maturin and auditwheel at `target/clover-wheel-venv`, which `cargo xtask wheel`
+//!   (and so the test suite, which installs that wheel) builds and audits the wheel with.
 
 use std::path::{Path, PathBuf};
 
@@ -40,6 +42,10 @@ const PYTHON_PACKAGES_NO_DEPS: &[&str] = &["tokenizers==0.23.3"];
 /// `datasets` brings anyio, whose pytest plugin would load in every pytest run there (0.15 s
 /// more a run, measured: 0.32 s against 0.16 s for a one-test file).
 const HF_PYTHON_PACKAGES: &[&str] = &["datasets==5.2.0"];
+
+/// What `cargo xtask wheel` builds the `clover-bench` wheel with (maturin) and checks its
+/// platform tag over every binary with (auditwheel).
+const WHEEL_PACKAGES: &[&str] = &["maturin==1.16.0", "auditwheel==6.8.2"];
 
 /// Debian packages: (package, a file it installs that tells it is there).
 const DEBIAN_PACKAGES: &[(&str, &str)] = &[
@@ -119,6 +125,8 @@ pub fn run(root: &Path) -> Result<Env> {
     step("setup: uv, the installer of clover env");
     let uv =
         python_env(&root.join("target/clover-uv-venv"), UV_PACKAGES, &[])?.with_file_name("uv");
+    step("setup: maturin and auditwheel for the wheel");
+    wheel_tools(root)?;
     step("setup: Python environment with sys.monitoring (3.12 or later)");
     let sysmon_python = match sysmon_base_python() {
         Some(base) => Some(python_env_from(
@@ -233,6 +241,11 @@ fn sysmon_base_python() -> Option<String> {
             .run()
             .is_ok_and(|out| out.status.success())
         })
+}
+
+/// The environment with maturin and auditwheel, made unless it is there; its Python.
+pub fn wheel_tools(root: &Path) -> Result<PathBuf> {
+    python_env(&root.join("target/clover-wheel-venv"), WHEEL_PACKAGES, &[])
 }
 
 fn python_env(venv: &Path, packages: &[&str], no_deps: &[&str]) -> Result<PathBuf> {

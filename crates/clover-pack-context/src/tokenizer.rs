@@ -60,10 +60,10 @@ pub enum TokenizerError {
     )]
     Missing { path: PathBuf },
     #[error(
-        "no tokenizer model found (looked at {looked}); run `cargo xtask setup` (or `cargo \
-         xtask install`, which puts the model under PREFIX/share/clover), set \
-         CLOVER_TOKENIZER, pass --tokenizer PATH, or use a built-in encoding with \
-         --tokenizer cl100k or --tokenizer o200k"
+        "no tokenizer model found (looked at {looked}); run `clover doctor \
+         --fetch-tokenizer` (installed tools, a pip-installed wheel included) or `cargo xtask \
+         setup` (a checkout), set CLOVER_TOKENIZER, pass --tokenizer PATH, or use a built-in \
+         encoding with --tokenizer cl100k or --tokenizer o200k"
     )]
     NoDefault { looked: String },
     #[error("cannot load tokenizer {path}: {message}")]
