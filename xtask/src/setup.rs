@@ -1,8 +1,8 @@
 //! `cargo xtask setup`: everything the tests and the demo need, installed idempotently.
 //!
 //! - Debian packages for C++ (g++, GoogleTest, gcovr, dpkg-dev), Chromium (the HTML report test), and
-//!   GNU parallel and make (the scaling examples of `docs/examples`), bubblewrap (the spawn
-//!   overhead's baseline in `cargo xtask bench`), mold (the C++ runner's linker)
+//!   GNU parallel, make, Slurm and munge (the scaling examples of `docs/examples`), bubblewrap
+//!   (the spawn overhead's baseline in `cargo xtask bench`), mold (the C++ runner's linker)
 //!   through `apt-get` when running as root; without root, a message naming what to install;
 //! - a Python virtual environment at `target/clover-venv` with pinned pytest, pytest-cov,
 //!   coverage, and sentencepiece and tokenizers (the tokenizer references);
@@ -68,6 +68,12 @@ const DEBIAN_PACKAGES: &[(&str, &str)] = &[
     ("bubblewrap", "/usr/bin/bwrap"),
     // The C++ runner links candidates with mold when it is there (`-fuse-ld=mold`).
     ("mold", "/usr/bin/mold"),
+    // docs/examples/slurm/local-cluster.sh runs a one-machine Slurm for clover-e2e's tests of
+    // the Slurm job scripts: the controller, the node daemon, sbatch and friends, and munged.
+    ("slurmctld", "/usr/sbin/slurmctld"),
+    ("slurmd", "/usr/sbin/slurmd"),
+    ("slurm-client", "/usr/bin/sbatch"),
+    ("munge", "/usr/sbin/munged"),
 ];
 
 /// What setup made, for the commands that come after it.
