@@ -338,6 +338,14 @@ impl Installer<'_> {
             env.sources.push(self.source(&found, &mut env.unresolved));
         }
         if let Some(entry) = &self.opts.entry {
+            if !entry.extras.is_empty() {
+                let found = Found {
+                    origin: "recipe",
+                    name: format!("recipe[{}].extras", entry.name),
+                    install: Install::Extras(entry.extras.clone()),
+                };
+                env.sources.push(self.source(&found, &mut env.unresolved));
+            }
             if !entry.requirements.is_empty() {
                 let found = Found {
                     origin: "recipe",

@@ -117,10 +117,15 @@ fn fetch(e: &RecipeEntry, python: &str, downloads: &Path, dir: &Path) -> Result<
     let sdist = clover_env::fetch_sdist(&base, downloads, project, version, sha256)?;
     if let Some(from) = &e.tests_from {
         anyhow::bail!(
-            "its tests come from a {} source ({} {}), which clover env cannot fetch yet",
+            "its sdist lacks the tests ({}); they come from a {} source ({} {}), which \
+             clover env does not fetch: only the package registries are reachable from here",
+            from.why,
             from.kind,
-            from.package,
-            from.version
+            from.repository
+                .as_deref()
+                .or(from.package.as_deref())
+                .unwrap_or("?"),
+            from.tag.as_deref().unwrap_or("")
         );
     }
     clover_env::unpack(&sdist, dir)

@@ -39,6 +39,12 @@ pub struct RecipeEntry {
     /// Test requirements no file of the repository names.
     #[serde(default)]
     pub requirements: Vec<String>,
+    /// Extras of the project to install that are not named as test ones (`full`, `socks`).
+    #[serde(default)]
+    pub extras: Vec<String>,
+    /// Arguments the suite's pytest needs (`-p no:profiling`).
+    #[serde(default)]
+    pub pytest_args: Vec<String>,
     /// Debian packages the repository needs to build or run.
     #[serde(default)]
     pub apt: Vec<String>,
@@ -73,12 +79,21 @@ pub struct Ignore {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TestsFrom {
-    /// `debian-source`, `pypi-wheel`, …: what kind of source it is.
+    /// `git`, `debian-source`: what kind of source it is.
     pub kind: String,
-    pub package: String,
-    pub version: String,
+    /// Where it is (a git repository's address), or the package's name.
     #[serde(default)]
-    pub sha256: Option<String>,
+    pub repository: Option<String>,
+    #[serde(default)]
+    pub package: Option<String>,
+    /// The tag or version of the same release.
+    #[serde(default)]
+    pub tag: Option<String>,
+    #[serde(default)]
+    pub commit: Option<String>,
+    /// The folders of it that are taken.
+    #[serde(default)]
+    pub paths: Vec<String>,
     pub why: String,
 }
 
@@ -182,5 +197,50 @@ deselect = [{ test = "tests/test_a.py::test_b", why = "network" }]
             Path::new("r.toml"),
         );
         assert!(twins.unwrap_err().to_string().contains("two repositories"));
+    }
+
+    /// The CLOVER paper's recipe reads, and pins each of its 12 repositories to a release
+    /// before the cutoff by a digest.
+    #[test]
+    fn the_benchmark_recipe_pins_the_paper_s_twelve_repositories() {
+        let path =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../benchmarks/clover/recipe.toml");
+        let r = Recipe::load(&path).unwrap();
+        let cutoff = r.cutoff.clone().unwrap();
+        let names: Vec<&str> = r.repos.iter().map(|e| e.name.as_str()).collect();
+        for paper in [
+            "pillow",
+            "elasticsearch",
+            "flask",
+            "httpx",
+            "jinja",
+            "kombu",
+            "paramiko",
+            "pip",
+            "requests",
+            "sqlalchemy",
+            "starlette",
+            "pylint",
+        ] {
+            assert!(names.contains(&paper), "{paper} is not in {names:?}");
+        }
+        assert_eq!(r.repos.len(), 12);
+        for e in &r.repos {
+            let sha = e.sha256.as_deref().unwrap_or("");
+            assert!(
+                sha.len() == 64 && sha.chars().all(|c| c.is_ascii_hexdigit()),
+                "{}",
+                e.name
+            );
+            assert!(e.version.is_some() && e.pypi.is_some(), "{}", e.name);
+            assert!(
+                e.released.as_deref().unwrap() <= cutoff.as_str(),
+                "{}",
+                e.name
+            );
+            for d in &e.deselect {
+                assert!(!d.why.is_empty(), "{}: {}", e.name, d.test);
+            }
+        }
     }
 }

@@ -36,6 +36,7 @@ pub fn run(opts: &Options, python: &Path, budget: Duration) -> Result<SuiteRun, 
     let sandbox = Sandbox::new().map_err(|e| format!("cannot make the sandbox: {e}"))?;
     let entry = opts.entry.clone().unwrap_or_default();
     let mut targets = vec!["-p".to_string(), BUDGET_MODULE.to_string()];
+    targets.extend(entry.pytest_args.iter().cloned());
     for d in &entry.deselect {
         targets.push(format!("--deselect={}", d.test));
     }
