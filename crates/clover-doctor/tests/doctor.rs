@@ -223,3 +223,41 @@ fn the_tokenizer_is_named_missing_and_fetched_by_its_digest() {
     );
     assert_eq!(r.code, 0, "{}", r.stdout);
 }
+
+/// The sandbox hidden: doctor run by an unprivileged user, who cannot make namespaces of the
+/// kind the sandbox needs, names it missing with its fix, and no run can start.
+#[test]
+fn a_user_who_cannot_make_the_sandbox_is_told_so() {
+    let Some((python, _)) = everything() else {
+        return;
+    };
+    let r = run(Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .arg(env!("CARGO_BIN_EXE_clover-doctor"))
+        .arg("--python")
+        .arg(&python));
+    assert_eq!(state(&r.stdout, "sandbox"), "missing", "{}", r.stdout);
+    assert!(
+        r.stdout.contains("root"),
+        "the fix names root: {}",
+        r.stdout
+    );
+    assert_eq!(r.code, 1, "{}", r.stdout);
+}
+
+/// The cgroup hierarchy hidden (an empty /sys/fs/cgroup in a mount namespace of its own):
+/// named missing with the mount that fixes it; runs can still start, limited by rlimits.
+#[test]
+fn a_machine_without_cgroups_is_told_its_runs_have_rlimits_only() {
+    let Some((python, _)) = everything() else {
+        return;
+    };
+    let r = run(Command::new("unshare")
+        .args(["-m", "--propagation", "private", "sh", "-c"])
+        .arg("mount -t tmpfs none /sys/fs/cgroup && exec \"$0\" --python \"$1\"")
+        .arg(env!("CARGO_BIN_EXE_clover-doctor"))
+        .arg(&python));
+    assert_eq!(state(&r.stdout, "cgroups"), "missing", "{}", r.stdout);
+    assert!(r.stdout.contains("mount -t cgroup2"), "{}", r.stdout);
+    assert_eq!(state(&r.stdout, "sandbox"), "ok", "{}", r.stdout);
+}
