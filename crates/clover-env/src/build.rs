@@ -69,18 +69,32 @@ pub enum EnvError {
     },
 }
 
-/// A step that failed: what [`EnvFailure`] records.
-struct StepFailed {
-    step: &'static str,
-    package: Option<String>,
-    message: String,
-}
-
-fn failed(step: &'static str, package: Option<String>, message: impl Into<String>) -> StepFailed {
-    StepFailed {
-        step,
+fn failed(step: &str, package: Option<String>, message: impl Into<String>) -> EnvFailure {
+    EnvFailure {
+        step: step.into(),
         package,
         message: message.into(),
+    }
+}
+
+/// The record of `name` at `repo` before anything is made: no interpreter, no installs.
+pub fn empty_environment(name: &str, repo: &Path, exclude_newer: Option<String>) -> Environment {
+    Environment {
+        kind: RecordKind::Environment,
+        schema_version: SCHEMA_VERSION,
+        id: name.into(),
+        repo: repo.display().to_string(),
+        python: String::new(),
+        python_version: String::new(),
+        key: String::new(),
+        cached: false,
+        installer: String::new(),
+        exclude_newer,
+        sources: Vec::new(),
+        unresolved: Vec::new(),
+        installed: Vec::new(),
+        suite: None,
+        failure: None,
     }
 }
 
@@ -100,26 +114,13 @@ pub fn build(opts: &Options) -> Result<Environment, EnvError> {
         source,
     })?;
     let mut env = Environment {
-        kind: RecordKind::Environment,
-        schema_version: SCHEMA_VERSION,
-        id: opts.name.clone(),
-        repo: opts.repo.display().to_string(),
-        python: String::new(),
-        python_version: String::new(),
-        key: String::new(),
-        cached: false,
         installer: installer.trim().to_string(),
-        exclude_newer: opts.exclude_newer.clone(),
-        sources: Vec::new(),
-        unresolved: Vec::new(),
-        installed: Vec::new(),
-        suite: None,
-        failure: None,
+        ..empty_environment(&opts.name, &opts.repo, opts.exclude_newer.clone())
     };
     let base = match find_python(&opts.python) {
         Ok(p) => p,
         Err(message) => {
-            env.failure = Some(into_failure(failed("interpreter", None, message)));
+            env.failure = Some(failed("interpreter", None, message));
             return Ok(env);
         }
     };
@@ -128,11 +129,11 @@ pub fn build(opts: &Options) -> Result<Environment, EnvError> {
     ) {
         Ok(v) => v.trim().to_string(),
         Err(why) => {
-            env.failure = Some(into_failure(failed(
+            env.failure = Some(failed(
                 "interpreter",
                 None,
                 format!("{} does not run: {why}", base.display()),
-            )));
+            ));
             return Ok(env);
         }
     };
@@ -161,7 +162,7 @@ pub fn build(opts: &Options) -> Result<Environment, EnvError> {
     .make(&base, &mut env);
     if let Err(f) = made {
         std::fs::remove_dir_all(&dir).ok();
-        env.failure = Some(into_failure(f));
+        env.failure = Some(f);
         env.sources.retain(|s| s.installed);
         return Ok(env);
     }
@@ -172,7 +173,7 @@ pub fn build(opts: &Options) -> Result<Environment, EnvError> {
             // stamped as made: the next run makes it again and checks it.
             Err(message) => {
                 std::fs::remove_dir_all(&dir).ok();
-                env.failure = Some(into_failure(failed("suite", None, message)));
+                env.failure = Some(failed("suite", None, message));
                 return Ok(env);
             }
         }
@@ -183,14 +184,6 @@ pub fn build(opts: &Options) -> Result<Environment, EnvError> {
         source,
     })?;
     Ok(env)
-}
-
-fn into_failure(f: StepFailed) -> EnvFailure {
-    EnvFailure {
-        step: f.step.into(),
-        package: f.package,
-        message: f.message,
-    }
 }
 
 fn read_stamp(dir: &Path) -> Option<Environment> {
@@ -311,7 +304,7 @@ struct Installer<'a> {
 }
 
 impl Installer<'_> {
-    fn make(&self, base: &Path, env: &mut Environment) -> Result<(), StepFailed> {
+    fn make(&self, base: &Path, env: &mut Environment) -> Result<(), EnvFailure> {
         // The venv is made where it stays: a virtual environment cannot be moved.
         let mut venv = Command::new(&self.opts.uv);
         venv.args(["venv", "--no-config", "--quiet", "--python"])
@@ -443,7 +436,7 @@ impl Installer<'_> {
         run_text(&mut cmd).map(drop)
     }
 
-    fn freeze(&self) -> Result<Vec<String>, StepFailed> {
+    fn freeze(&self) -> Result<Vec<String>, EnvFailure> {
         let mut cmd = Command::new(&self.opts.uv);
         cmd.args([
             "pip",

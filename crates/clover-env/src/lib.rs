@@ -41,7 +41,9 @@ mod suite;
 
 pub mod cli;
 
-pub use build::{build, find_python, test_tools, EnvError, Options, STAMP, TEST_TOOLS};
+pub use build::{
+    build, empty_environment, find_python, test_tools, EnvError, Options, STAMP, TEST_TOOLS,
+};
 pub use detect::{
     dependency_sources, is_test_name, requirements_files, test_extras, Found, Install,
 };

@@ -139,26 +139,13 @@ fn failed_fetch(
 ) -> Environment {
     let name = cli.name.clone().unwrap_or_default();
     diag!("clover-env: {name}: fetch: {e:#}");
-    Environment {
-        kind: clover_protocol::RecordKind::Environment,
-        schema_version: clover_protocol::SCHEMA_VERSION,
-        id: name.clone(),
-        repo: dir.display().to_string(),
-        python: String::new(),
-        python_version: String::new(),
-        key: String::new(),
-        cached: false,
-        installer: String::new(),
-        exclude_newer: exclude_newer.clone(),
-        sources: Vec::new(),
-        unresolved: Vec::new(),
-        installed: Vec::new(),
-        suite: None,
+    clover_protocol::Environment {
         failure: Some(clover_protocol::EnvFailure {
             step: "fetch".into(),
-            package: Some(name),
+            package: Some(name.clone()),
             message: format!("{e:#}"),
         }),
+        ..clover_env::empty_environment(&name, dir, exclude_newer.clone())
     }
 }
 
