@@ -59,6 +59,14 @@ pub struct Cli {
     /// not paired through the headers it includes (the manifest's `pair_by_includes = false`)
     #[arg(long)]
     pub base_name_only: bool,
+    /// Keep a seeded uniform sample of at most N problems of each repository (the others are
+    /// not written): a suite of tens of thousands of tests is not calibrated whole to fill a
+    /// benchmark's caps. The same seed gives the same sample on every machine
+    #[arg(long, value_name = "N")]
+    pub sample: Option<usize>,
+    /// The seed of --sample
+    #[arg(long, value_name = "SEED", default_value_t = 0, requires = "sample")]
+    pub seed: u64,
     /// Print (to stderr) which source folders and test files were chosen, and why
     #[arg(long)]
     pub explain: bool,

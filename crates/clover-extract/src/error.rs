@@ -116,6 +116,8 @@ pub struct Summary {
     /// Test files left out because a `conftest.py` tells pytest not to collect them (also
     /// counted in `issues`).
     pub collect_ignored: u64,
+    /// Test functions the manifest's `deselect` left out (not counted in `problems`).
+    pub deselected: u64,
     /// Bytes of source read.
     pub bytes: u64,
 }
@@ -132,6 +134,13 @@ impl fmt::Display for Summary {
                 f,
                 "; {} test file(s) left out by conftest collect_ignore",
                 self.collect_ignored
+            )?;
+        }
+        if self.deselected > 0 {
+            write!(
+                f,
+                "; {} test(s) deselected by the manifest",
+                self.deselected
             )?;
         }
         Ok(())

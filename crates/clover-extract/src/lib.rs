@@ -81,10 +81,39 @@ pub struct Extraction {
 /// is a [`FileIssue`] in the result.
 pub fn extract(opts: &ExtractOptions) -> Result<Extraction, ExtractError> {
     opts.validate()?;
-    match opts.language {
-        Language::Python => python::extract(opts),
-        Language::Cpp => cpp::extract(opts),
+    let mut out = match opts.language {
+        Language::Python => python::extract(opts)?,
+        Language::Cpp => cpp::extract(opts)?,
+    };
+    if !opts.deselect.is_empty() {
+        let before = out.problems.len();
+        out.problems.retain(|p| {
+            // The original test's node id: the record's own is its problem file's.
+            p.python.as_ref().is_none_or(|py| {
+                let id = match &py.class {
+                    Some(class) => format!("{}::{class}::{}", py.test_file, py.name),
+                    None => format!("{}::{}", py.test_file, py.name),
+                };
+                !deselected(&id, &opts.deselect)
+            })
+        });
+        out.summary.deselected = (before - out.problems.len()) as u64;
+        out.summary.problems = out.problems.len() as u64;
     }
+    Ok(out)
+}
+
+/// Whether `pytest --deselect` of one of `deselect` would leave out the test `node_id`: the
+/// same id, or a file, class or folder it lies in (`a.py` takes `a.py::T::t`, `tests` takes
+/// `tests/a.py::t`, `a.py::T` takes `a.py::T::t` but `a.py::Tx` does not).
+pub fn deselected(node_id: &str, deselect: &[String]) -> bool {
+    deselect.iter().any(|d| {
+        let d = d.trim_end_matches('/');
+        node_id == d
+            || node_id
+                .strip_prefix(d)
+                .is_some_and(|rest| rest.starts_with("::") || rest.starts_with('/'))
+    })
 }
 
 /// Writes each Python problem's file (`problem_file`, relative to `root`) with its
@@ -102,4 +131,33 @@ pub fn write_problem_files(root: &Path, problems: &[Problem]) -> Result<usize, E
         }
     }
     Ok(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::deselected;
+
+    #[test]
+    fn deselect_takes_a_test_its_class_file_or_folder_and_no_namesake() {
+        let d = |xs: &[&str]| xs.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        let id = "tests/a.py::T::test_x";
+        for takes in [
+            "tests/a.py::T::test_x",
+            "tests/a.py::T",
+            "tests/a.py",
+            "tests",
+            "tests/",
+        ] {
+            assert!(deselected(id, &d(&[takes])), "{takes}");
+        }
+        for not in [
+            "tests/a.py::T::test",
+            "tests/a.py::Tx",
+            "tests/a.p",
+            "test",
+            "tests/b.py",
+        ] {
+            assert!(!deselected(id, &d(&[not])), "{not}");
+        }
+    }
 }

@@ -81,8 +81,25 @@ fn run(args: Cli) -> Result<u8> {
             return Ok(exit::USAGE);
         }
         let started = Instant::now();
-        let out = extract(&opts).with_context(|| format!("cannot extract {}", repo.name))?;
+        let mut out = extract(&opts).with_context(|| format!("cannot extract {}", repo.name))?;
         let secs = started.elapsed().as_secs_f64();
+        if let Some(n) = args.sample {
+            let all = out.problems.len();
+            let chosen = clover_protocol::sample::choose(
+                out.problems.iter().map(|p| p.id.clone()),
+                args.seed,
+                n,
+            );
+            out.problems.retain(|p| chosen.contains(&p.id));
+            if out.problems.len() < all {
+                diag!(
+                    "{TOOL}: {}: a sample of {} of its {all} problems (--sample {n} --seed {})",
+                    repo.name,
+                    out.problems.len(),
+                    args.seed
+                );
+            }
+        }
         if args.explain {
             explain(repo, &opts, &out);
         }

@@ -29,6 +29,9 @@ pub struct ExtractOptions {
     pub test_globs: Vec<String>,
     /// Globs of files and folders never read, with the same meaning as `test_globs`.
     pub excludes: Vec<String>,
+    /// Python tests never made problems: pytest node ids, classes or files
+    /// (`clover_manifest::RepoConfig::deselect`).
+    pub deselect: Vec<String>,
     /// Files larger than this many bytes are reported and skipped.
     pub max_file_bytes: u64,
     /// The most lines a C++ chunk may hold.
@@ -53,6 +56,7 @@ impl ExtractOptions {
             source_dirs: Vec::new(),
             test_globs: globs.iter().map(|g| g.to_string()).collect(),
             excludes: Vec::new(),
+            deselect: Vec::new(),
             max_file_bytes: DEFAULT_MAX_FILE_BYTES,
             chunk_lines: DEFAULT_CHUNK_LINES,
             pair_by_includes: true,
@@ -69,6 +73,7 @@ impl ExtractOptions {
             opts.test_globs = repo.test_globs.clone();
         }
         opts.excludes = repo.excludes.clone();
+        opts.deselect = repo.deselect.clone();
         opts.pair_by_includes = repo.pair_by_includes;
         opts
     }

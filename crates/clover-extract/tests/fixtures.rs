@@ -411,3 +411,83 @@ fn a_closed_stderr_changes_neither_the_records_nor_the_exit_code() {
     assert_eq!(closed.stdout, stdout);
     assert_eq!(problems(closed.stdout).len(), 1);
 }
+
+/// The manifest's `deselect` leaves tests out as `pytest --deselect` does (a test, a class,
+/// a file), and `--sample N` keeps the same N of a repository's problems whatever the seed's
+/// machine: a subset of the whole, in the whole's order.
+#[test]
+fn deselected_tests_are_no_problems_and_a_sample_is_seeded() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("pyfix");
+    copy_dir(&fixture("python"), &repo);
+    let (all, stderr, code) = run(&["--repo", repo.to_str().unwrap()]);
+    assert_eq!(code, 0, "{stderr}");
+    let all = problems(all);
+    assert_eq!(all.len(), 42);
+    let ids: Vec<String> = all.iter().map(|p| p.id.clone()).collect();
+
+    let manifest = dir.path().join("clover.toml");
+    std::fs::write(
+        &manifest,
+        r#"[[repo]]
+name = "pyfix"
+path = "pyfix"
+source_dirs = ["src/ledger"]
+test_dirs = ["tests"]
+deselect = [
+  "tests/test_accounts.py::test_sales_increase_income",
+  "tests/test_accounts.py::TestLedger",
+  "tests/test_inventory.py",
+]
+"#,
+    )
+    .unwrap();
+    let (out, stderr, code) = run(&["--manifest", manifest.to_str().unwrap()]);
+    assert_eq!(code, 0, "{stderr}");
+    let kept: Vec<String> = problems(out).into_iter().map(|p| p.id).collect();
+    let gone = |id: &String| {
+        id == "pyfix/tests/test_accounts.py::test_sales_increase_income"
+            || id.starts_with("pyfix/tests/test_accounts.py::TestLedger::")
+            || id.starts_with("pyfix/tests/test_inventory.py::")
+    };
+    let expected: Vec<String> = ids.iter().filter(|id| !gone(id)).cloned().collect();
+    assert!(
+        expected.len() < ids.len() - 2,
+        "the fixture has what is deselected"
+    );
+    assert_eq!(kept, expected);
+    let n = ids.len() - expected.len();
+    assert!(
+        stderr.contains(&format!("; {n} test(s) deselected by the manifest")),
+        "{stderr}"
+    );
+
+    let sample = |seed: &str| {
+        let (out, stderr, code) = run(&[
+            "--repo",
+            repo.to_str().unwrap(),
+            "--sample",
+            "10",
+            "--seed",
+            seed,
+        ]);
+        assert_eq!(code, 0, "{stderr}");
+        assert!(
+            stderr.contains("a sample of 10 of its 42 problems"),
+            "{stderr}"
+        );
+        problems(out).into_iter().map(|p| p.id).collect::<Vec<_>>()
+    };
+    let a = sample("3");
+    assert_eq!(a.len(), 10);
+    assert_eq!(a, sample("3"), "the same seed, the same sample");
+    assert_ne!(a, sample("4"), "another seed, another sample");
+    let in_order: Vec<String> = ids.iter().filter(|id| a.contains(id)).cloned().collect();
+    assert_eq!(a, in_order, "a subset, in extraction's order");
+    let (out, _, _) = run(&["--repo", repo.to_str().unwrap(), "--sample", "100"]);
+    assert_eq!(
+        problems(out).len(),
+        42,
+        "a sample larger than the repository keeps it whole"
+    );
+}

@@ -11,6 +11,7 @@
 //! test_dirs = ["tests"]
 //! test_globs = ["test_*.py", "*_test.py"]
 //! excludes = ["tests/slow/**", "benchmarks"]   # see PathGlobs: a name, or a path with `/`
+//! deselect = ["tests/test_net.py::test_download"]  # pytest node ids (or a file, a class) never made problems
 //! python = ".venv/bin/python"     # relative to the repository, or absolute
 //! timeout_secs = 60
 //! memory_mb = 2048
@@ -116,6 +117,11 @@ pub struct RepoConfig {
     pub test_dirs: Vec<PathBuf>,
     pub test_globs: Vec<String>,
     pub excludes: Vec<String>,
+    /// Python tests never made problems: pytest node ids relative to `root` (`path::test`,
+    /// `path::Class::test`), or a class or a file, which deselects every test in it — as
+    /// `pytest --deselect` takes them. For tests that cannot pass here (network, a server)
+    /// or take minutes; a recipe says why each is deselected.
+    pub deselect: Vec<String>,
     /// The Python interpreter, absolute; `None` means `python3` from `PATH`.
     pub python: Option<PathBuf>,
     pub env: BTreeMap<String, String>,
@@ -168,6 +174,8 @@ struct RawRepo {
     test_globs: Option<Vec<String>>,
     #[serde(default)]
     excludes: Vec<String>,
+    #[serde(default)]
+    deselect: Vec<String>,
     python: Option<PathBuf>,
     #[serde(default)]
     env: BTreeMap<String, String>,
@@ -275,6 +283,7 @@ impl Manifest {
                 include_dirs: r.include_dirs.unwrap_or(detected.include_dirs),
                 language: detected.language,
                 excludes: r.excludes,
+                deselect: r.deselect,
                 env: r.env,
                 cxx: r.cxx.unwrap_or_else(|| "g++".into()),
                 cxxflags: r.cxxflags,
@@ -357,6 +366,7 @@ impl RepoConfig {
             include_dirs: layout.include_dirs,
             python: layout.python,
             excludes: Vec::new(),
+            deselect: Vec::new(),
             env: BTreeMap::new(),
             cxx: "g++".into(),
             cxxflags: vec!["-std=c++17".into()],

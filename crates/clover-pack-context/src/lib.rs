@@ -68,7 +68,7 @@ pub use build::{PackError, Packer, Summary};
 pub use pack::{Draft, DraftCounts};
 pub use prompt::{code_block, fence, file_block};
 pub use rng::{Rng, WeightedDraws};
-pub use sample::{choose as choose_sample, sample_input, SampleError};
+pub use sample::{sample_input, SampleError};
 pub use setting::{parse_settings, Setting};
 pub use sft::{
     assign_splits, sft_example, split_file, SftSplitter, SplitRatios, SplitReport, SPLITS,

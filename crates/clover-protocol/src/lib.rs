@@ -34,6 +34,7 @@ mod judge_only;
 mod lines;
 mod progress;
 mod records;
+pub mod sample;
 mod shard;
 mod stage;
 mod wire;
