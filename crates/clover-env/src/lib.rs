@@ -89,6 +89,12 @@ pub fn manifest_entry(env: &clover_protocol::Environment, entry: Option<&RecipeE
         if !ignored.is_empty() {
             t.push_str(&format!("excludes = [{}]\n", list(&ignored)));
         }
+        // What the suite run deselects is never made a problem either: each cannot pass
+        // here (the recipe says why), so calibrate would only spend its time limit on it.
+        let deselected: Vec<String> = e.deselect.iter().map(|d| d.test.clone()).collect();
+        if !deselected.is_empty() {
+            t.push_str(&format!("deselect = [{}]\n", list(&deselected)));
+        }
     }
     t
 }
