@@ -38,9 +38,9 @@ fn facts(results: &Path) -> Vec<(String, Outcome, Vec<FileCoverage>)> {
     out
 }
 
-/// The fixture's instances in `dir`: extract, calibrate (one run), pack-context.
-fn cpp_instances(dir: &Path, tokenizer: &Path) -> PathBuf {
-    let fixture = clover_testkit::fixture("cpp");
+/// The instances of fixtures/`name` in `dir`: extract, calibrate (one run), pack-context.
+fn cpp_instances(name: &str, dir: &Path, tokenizer: &Path) -> PathBuf {
+    let fixture = clover_testkit::fixture(name);
     let problems = dir.join("problems.jsonl");
     let calibrated = dir.join("calibrated.jsonl");
     let instances = dir.join("instances.jsonl");
@@ -101,6 +101,69 @@ fn sandbox_run(responses: &Path) -> std::process::Command {
     cmd
 }
 
+/// glog's `mock-log_unittest.cc` checks that `__FILE__` ends with its own name, and so does
+/// the test of fixtures/cpp-file-name: the oracle passes only when its candidate is compiled
+/// where the ground truth stands, under its name, with the ground truth out of the way.
+#[test]
+fn a_cpp_oracle_is_compiled_under_the_ground_truths_name() {
+    let Some(tokenizer) = cpp_ready() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let instances = cpp_instances("cpp-file-name", dir.path(), &tokenizer);
+    let calibrated: Vec<clover_protocol::CalibratedProblem> =
+        read(&dir.path().join("calibrated.jsonl"));
+    let [problem] = &calibrated[..] else {
+        panic!("one pair: {calibrated:?}")
+    };
+    assert!(
+        problem.exclusion.is_none(),
+        "the ground truth passes in calibrate: {:?}",
+        problem.exclusion
+    );
+    let responses = dir.path().join("responses.jsonl");
+    let results = dir.path().join("results.jsonl");
+    run_ok(
+        tool("generate")
+            .arg(&instances)
+            .args(["--model", "oracle"])
+            .arg("-o")
+            .arg(&responses),
+        0,
+    );
+    let fixture = clover_testkit::fixture("cpp-file-name");
+    run_ok(
+        tool("sandbox-run")
+            .arg(&responses)
+            .arg("--repo")
+            .arg(&fixture)
+            .arg("-o")
+            .arg(&results),
+        0,
+    );
+    let got: Vec<RunResult> = read(&results);
+    let [result] = &got[..] else {
+        panic!("one result: {got:?}")
+    };
+    assert_eq!(
+        result.outcome,
+        Outcome::Passed,
+        "{:?}\n{}",
+        result.message,
+        result.stdout_tail
+    );
+    assert_eq!(result.tests.len(), 2);
+    assert!(
+        result
+            .tests
+            .iter()
+            .all(|t| t.outcome == clover_protocol::TestOutcome::Passed),
+        "{:?}",
+        result.tests
+    );
+    // The view took the candidate; the repository kept its ground truth.
+    let truth = std::fs::read_to_string(fixture.join("tests/base_name_test.cc")).unwrap();
+    assert!(truth.contains("OfThisFile"));
+}
+
 /// The source/test pairs of fixtures/cpp: ring_buffer, tokenizer and histogram, and the
 /// header-only small_vector.
 const SOURCES: usize = 4;
@@ -111,7 +174,7 @@ const SOURCES: usize = 4;
 fn cpp_oracle_succeeds_on_every_source_and_chunks_join_into_one_file() {
     let Some(tokenizer) = cpp_ready() else { return };
     let dir = tempfile::tempdir().unwrap();
-    let instances = cpp_instances(dir.path(), &tokenizer);
+    let instances = cpp_instances("cpp", dir.path(), &tokenizer);
     oracle_and_baseline(&instances, dir.path());
     shards_resume_and_missing_answers(&instances, dir.path());
 }

@@ -768,13 +768,10 @@ pub fn cpp_unit_test(input: &mut RepoInput, pool: &[Demo]) -> Result<Vec<Drafted
                 .collect()
         };
         let count = chunks.len();
-        let candidate = {
-            let dir = c.test_path.rfind('/').map_or("", |i| &c.test_path[..=i]);
-            format!(
-                "{dir}tmp_cand_{:016x}_test.cc",
-                clover_protocol::fnv1a64(rec.id.as_bytes())
-            )
-        };
+        // The candidate stands where the real test stands, under its name: sandbox-run
+        // writes it over the ground truth in the run's view, so a test that names its own
+        // file (`__FILE__`, a data file beside it) sees what the ground truth saw.
+        let candidate = c.test_path.clone();
         for (position, (index, code)) in chunks.into_iter().enumerate() {
             let which = if count == 1 {
                 format!("the source file `{}` above", c.file_path)

@@ -1315,7 +1315,12 @@ fn cpp_chunks_and_shots() {
         let shots = inst.scoring["shots"].as_array().unwrap();
         assert_eq!(shots.len(), 2);
         assert!(shots.iter().all(|s| str_of(s) != inst.problem_id));
-        assert!(inst.exec.candidate_path.ends_with("_test.cc"));
+        // The candidate stands where the ground truth stands, under its name.
+        let record = records.iter().find(|r| r.id == inst.problem_id).unwrap();
+        assert_eq!(
+            inst.exec.candidate_path,
+            record.problem.cpp.as_ref().unwrap().test_path
+        );
         assert!(inst.prompt.contains("### Example 2"));
     }
     let tk: Vec<&Instance> = instances
