@@ -98,3 +98,39 @@ pub fn manifest_entry(env: &clover_protocol::Environment, entry: Option<&RecipeE
     }
     t
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+
+    /// The manifest clover env writes is one the later stages read, with the recipe's folders,
+    /// ignored paths and deselections in it.
+    #[test]
+    fn the_manifest_entry_carries_the_recipes_folders_ignores_and_deselections() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = dir.path().join("flask");
+        std::fs::create_dir_all(repo.join("src/flask")).unwrap();
+        let recipe = Recipe::parse(
+            r#"[[repo]]
+name = "flask"
+source_dirs = ["src/flask"]
+test_dirs = ["tests"]
+ignore = [{ path = "tests/slow", why = "minutes" }]
+deselect = [{ test = "tests/test_a.py::test_b", why = "network" }]
+"#,
+            Path::new("r.toml"),
+        )
+        .unwrap();
+        let entry = recipe.entry("flask", Path::new("r.toml")).unwrap();
+        let env = build::empty_environment("flask", &repo, None);
+        let text = manifest_entry(&env, Some(entry));
+        let m = clover_manifest::Manifest::parse(&text, &dir.path().join("clover.toml")).unwrap();
+        let r = m.repo("flask").unwrap();
+        assert_eq!(r.source_dirs, vec![std::path::PathBuf::from("src/flask")]);
+        assert_eq!(r.test_dirs, vec![std::path::PathBuf::from("tests")]);
+        assert_eq!(r.excludes, vec!["tests/slow".to_string()]);
+        assert_eq!(r.deselect, vec!["tests/test_a.py::test_b".to_string()]);
+    }
+}
