@@ -368,11 +368,34 @@ def _attributes():
             for name, v in list(vars(module).items())
             if isinstance(v, type) and getattr(v, "__module__", None) == m
         ]
-        for where, space in spaces:
+        for i, (where, space) in enumerate(spaces):
             for name, v in list(space.items()):
+                # A module's namespace also holds what it imported from the standard
+                # library (`_pytest.junitxml.datetime`, which freezegun replaces in every
+                # module while a test runs and puts back after it): no part of the
+                # machinery, through which no verdict travels.
+                if i == 0 and not _machinery_object(v):
+                    continue
                 if callable(v) or isinstance(v, (staticmethod, classmethod, property)):
                     out.append((where, space, name, v, getattr(v, "__code__", None)))
     return out
+
+
+def _machinery_object(v):
+    """Whether `v` is watched in a module's namespace: everything but what the module
+    imported from the standard library, the very object the standard library's module holds
+    under its name (pytest's own exceptions say `builtins` and are not there: watched)."""
+    try:
+        module = getattr(v, "__module__", None)
+        name = getattr(v, "__qualname__", None)
+        if not isinstance(module, str) or not isinstance(name, str):
+            return True
+        if module.split(".")[0] not in sys.stdlib_module_names or module == "builtins":
+            return True
+        home = sys.modules.get(module)
+        return home is None or getattr(home, name, None) is not v
+    except Exception:
+        return True
 
 
 def _same(a, b):

@@ -749,3 +749,46 @@ fn a_plugin_taken_out_and_put_back_by_an_honest_test_is_no_forgery() {
         assert_eq!(r.tests.len(), 2, "warm {warm}: {:?}", r.tests);
     }
 }
+
+/// freezegun (kombu's tests use it) replaces the standard library's `datetime` in every
+/// loaded module while a test runs, pytest's `_pytest.junitxml` among them, and puts it back
+/// after: an import of the standard library's, not pytest's machinery, and the verdict is
+/// the test's.
+#[test]
+fn a_clock_frozen_in_every_module_by_an_honest_test_is_no_forgery() {
+    // As freezegun does, every module's reference to the real object is swapped; pytest 9's
+    // watched modules import no datetime, so `pprint.pprint` (which `_pytest.reports`
+    // imports) is swapped too, and the test checks a watched module was touched.
+    let test = "import datetime, pprint, sys\nimport pytest\n\n\
+                class FakeDatetime(datetime.datetime):\n    \
+                    pass\n\n\
+                def fake_pprint(*a, **k):\n    \
+                    pass\n\n\
+                FAKES = {id(datetime.datetime): (datetime.datetime, FakeDatetime), id(pprint.pprint): (pprint.pprint, fake_pprint)}\n\
+                SWAPPED = []\n\n\
+                @pytest.fixture\n\
+                def frozen():\n    \
+                    for key, module in list(sys.modules.items()):\n        \
+                        space = getattr(module, '__dict__', None)\n        \
+                        if not isinstance(space, dict) or key in ('datetime', 'pprint'):\n            \
+                            continue\n        \
+                        for name, value in list(space.items()):\n            \
+                            fake = FAKES.get(id(value))\n            \
+                            if fake is not None and fake[0] is value:\n                \
+                                space[name] = fake[1]\n                \
+                                SWAPPED.append((key, space, name, value))\n    \
+                    yield\n    \
+                    for _, space, name, value in SWAPPED:\n        \
+                        space[name] = value\n\n\
+                def test_frozen(frozen):\n    \
+                    assert any(key.startswith('_pytest.') for key, _, _, _ in SWAPPED)\n\n\
+                def test_after():\n    \
+                    assert 2 + 2 == 4\n";
+    let Some(results) = forge_cold_and_warm(test, &[]) else {
+        return;
+    };
+    for (r, warm) in results.iter().zip([false, true]) {
+        assert_eq!(r.outcome, Outcome::Passed, "warm {warm}: {:?}", r.message);
+        assert_eq!(r.tests.len(), 2, "warm {warm}: {:?}", r.tests);
+    }
+}
