@@ -106,7 +106,7 @@ pub fn extract(opts: &ExtractOptions) -> Result<Extraction, ExtractError> {
 /// Whether `pytest --deselect` of one of `deselect` would leave out the test `node_id`: the
 /// same id, or a file, class or folder it lies in (`a.py` takes `a.py::T::t`, `tests` takes
 /// `tests/a.py::t`, `a.py::T` takes `a.py::T::t` but `a.py::Tx` does not).
-pub fn deselected(node_id: &str, deselect: &[String]) -> bool {
+fn deselected(node_id: &str, deselect: &[String]) -> bool {
     deselect.iter().any(|d| {
         let d = d.trim_end_matches('/');
         node_id == d
